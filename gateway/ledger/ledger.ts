@@ -1,0 +1,90 @@
+// The ledger as the rest of the gateway sees it: record() on the request path (journal only),
+// a background writer into the store, health for readiness, and the usage report.
+import { join } from 'node:path';
+import type { Store } from '../store/store.ts';
+import { resolveDataDir } from '../store/store.ts';
+import { Journal } from './journal.ts';
+import type { JournalHealth, RejectedRow } from './journal.ts';
+import { stderrLogger } from './logger.ts';
+import type { LedgerLogger } from './logger.ts';
+import type { RetryPolicy } from './retry-delay.ts';
+import type { UsageReport, UsageReportQuery } from './report-types.ts';
+import type { LedgerRow } from './row.ts';
+import { usageReport } from './usage-report.ts';
+import { writeUsageBatch } from './writer.ts';
+
+export interface LedgerOptions {
+  /** Owned by the caller: close() does not close it. */
+  store: Store;
+  /** Default `<dataDir>/journal` (see resolveDataDir). */
+  journalDir?: string;
+  /** Default 1 GiB. Past it record() throws LedgerFullError and health() is not ready. */
+  maxJournalBytes?: number;
+  /** Longest a recorded row waits before its segment is sealed for the database. Default 250. */
+  flushIntervalMs?: number;
+  /** Rows per segment and per database statement. Default 2000. */
+  batchSize?: number;
+  /** How long close() may spend draining. Default 5000. */
+  closeTimeoutMs?: number;
+  logger?: LedgerLogger;
+  retry?: RetryPolicy;
+}
+
+export interface Ledger {
+  /** Durable when it returns (one append to the local journal); throws LedgerFullError at the bound. */
+  record(row: LedgerRow): void;
+  health(): JournalHealth;
+  usageReport(q: UsageReportQuery): Promise<UsageReport>;
+  /** Moves everything recorded so far into the database. */
+  flush(): Promise<void>;
+  /** Stops taking rows and drains within closeTimeoutMs; whatever is left replays at next start. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_MAX_JOURNAL_BYTES = 1024 ** 3;
+
+export function createLedger(options: LedgerOptions): Ledger {
+  const { store } = options;
+  const logger = options.logger ?? stderrLogger;
+  const batchSize = options.batchSize ?? 2000;
+  const journal = new Journal({
+    dir: options.journalDir ?? join(resolveDataDir(), 'journal'),
+    maxBytes: options.maxJournalBytes ?? DEFAULT_MAX_JOURNAL_BYTES,
+    segmentRows: batchSize,
+    segmentMs: options.flushIntervalMs ?? 250,
+    batchSize,
+    commit: (rows) => commitRows(store, rows),
+    logger,
+    retry: options.retry,
+  });
+  return {
+    record: (row) => journal.record(row),
+    health: () => journal.health(),
+    usageReport: (q) => usageReport(store, q),
+    flush: () => journal.flush(),
+    close: () => journal.close(options.closeTimeoutMs ?? 5_000),
+  };
+}
+
+/**
+ * Writes a batch; when the database rejects its data (not its availability), halves the batch
+ * until the offending rows are isolated and returns them, so one bad row cannot block the rest.
+ */
+export async function commitRows(store: Store, rows: LedgerRow[]): Promise<RejectedRow[]> {
+  try {
+    await writeUsageBatch(store, rows);
+    return [];
+  } catch (err) {
+    if (!isDataError(err)) throw err;
+    if (rows.length === 1) return [{ row: rows[0], reason: (err as Error).message }];
+    const mid = rows.length >> 1;
+    return [...(await commitRows(store, rows.slice(0, mid))), ...(await commitRows(store, rows.slice(mid)))];
+  }
+}
+
+// SQLSTATE classes 22 (data exception), 23 (integrity) and 54 (program limit): retrying the same
+// rows cannot succeed. Anything else (connection, shutdown, resources) is worth retrying.
+function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
+}

@@ -1,0 +1,30 @@
+// One billed request, as the ledger stores it (DESIGN §5, §7). Money fields are exact decimal strings.
+export interface LedgerRow {
+  requestId: string;
+  /** Epoch milliseconds when the response completed. */
+  occurredAt: number;
+  organization: string;
+  project: string;
+  apiKeyId: string;
+  /** The `model` string the client sent. */
+  clientModel: string;
+  /** The configured model id it resolved to. */
+  modelId: string;
+  /** provider id and upstream model, e.g. "openai/gpt-4o-2024-08-06" under provider "openai". */
+  provider: string;
+  upstreamModel: string;
+  endpoint: string;
+  stream: boolean;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  reasoning: number;
+  artifacts: number;
+  /** cache_read counted as explicit (DESIGN §5 cache_explicit_read_tokens). */
+  explicitCache: boolean;
+  estimated: boolean;
+  costPoints: string;
+  originalCost: string;
+  detail: unknown;
+}

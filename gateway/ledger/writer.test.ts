@@ -1,0 +1,190 @@
+import { describe, expect, it } from 'vitest';
+import { BACKENDS, countRows, useTestDatabase } from '../../test/support/databases.ts';
+import { freshProject, ledgerRow } from '../../test/support/ledger-rows.ts';
+import { HOUR_MS } from './hour.ts';
+import type { LedgerRow } from './row.ts';
+import { writeUsageBatch } from './writer.ts';
+
+const T0 = Date.UTC(2025, 5, 1, 10, 0);
+
+describe.each(BACKENDS)('usage writer on %s', (backend) => {
+  const db = useTestDatabase(backend);
+
+  it('stores every field of a row', async () => {
+    const { store } = db();
+    const row = ledgerRow({
+      project: freshProject(),
+      occurredAt: T0 + 1234.5,
+      clientModel: 'claude-x',
+      modelId: 'claude-x-id',
+      provider: 'anthropic',
+      upstreamModel: 'claude-x-2025',
+      endpoint: '/api/anthropic/v1/messages',
+      stream: true,
+      input: 11,
+      output: 22,
+      cacheRead: 33,
+      cacheWrite: 44,
+      reasoning: 5,
+      artifacts: 1,
+      explicitCache: true,
+      estimated: true,
+      costPoints: '1e-7',
+      originalCost: '0.00000020',
+      detail: { quote: 'a"b\\c', nested: [1, null, { x: '{}' }] },
+    });
+    expect(await writeUsageBatch(store, [row])).toBe(1);
+    const { rows } = await store.query<Record<string, unknown>>('SELECT * FROM usage_events WHERE request_id = $1', [row.requestId]);
+    expect(rows[0]).toEqual({
+      request_id: row.requestId,
+      occurred_at: new Date(T0 + 1234),
+      organization: 'org-a',
+      project: row.project,
+      api_key_id: 'key-1',
+      client_model: 'claude-x',
+      model_id: 'claude-x-id',
+      provider: 'anthropic',
+      upstream_model: 'claude-x-2025',
+      endpoint: '/api/anthropic/v1/messages',
+      stream: true,
+      input: '11',
+      output: '22',
+      cache_read: '33',
+      cache_write: '44',
+      reasoning: '5',
+      artifacts: '1',
+      cache_explicit_read: '33',
+      estimated: true,
+      cost_points: '0.0000001',
+      original_cost: '0.00000020',
+      detail: { quote: 'a"b\\c', nested: [1, null, { x: '{}' }] },
+    });
+  });
+
+  it('counts cache reads as explicit only when the upstream caching is explicit', async () => {
+    const { store } = db();
+    const project = freshProject();
+    await writeUsageBatch(store, [
+      ledgerRow({ project, cacheRead: 7, explicitCache: true }),
+      ledgerRow({ project, cacheRead: 9, explicitCache: false }),
+    ]);
+    const { rows } = await store.query<{ cache_read: string; cache_explicit_read: string }>(
+      'SELECT cache_read, cache_explicit_read FROM usage_hourly WHERE project = $1',
+      [project],
+    );
+    expect(rows).toEqual([{ cache_read: '16', cache_explicit_read: '7' }]);
+  });
+
+  it('writes each request exactly once: a replayed batch changes nothing', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const batch = Array.from({ length: 50 }, (_, i) => ledgerRow({ project, occurredAt: T0 + i * 60_000, input: i }));
+    expect(await writeUsageBatch(store, batch)).toBe(50);
+    const before = await store.query('SELECT * FROM usage_hourly WHERE project = $1 ORDER BY hour', [project]);
+
+    expect(await writeUsageBatch(store, batch)).toBe(0);
+    // Half old, half new: only the new half counts.
+    const more = Array.from({ length: 10 }, () => ledgerRow({ project, occurredAt: T0 }));
+    expect(await writeUsageBatch(store, [...batch.slice(0, 10), ...more])).toBe(10);
+    expect(await writeUsageBatch(store, more)).toBe(0);
+
+    expect(await countRows(store, 'usage_events', 'project = $1', [project])).toBe(60);
+    const after = await store.query<{ request_count: string }>('SELECT * FROM usage_hourly WHERE project = $1 ORDER BY hour', [project]);
+    expect(after.rows.map((r) => r.request_count)).toEqual(['40', '20']);
+    expect(before.rows.map((r) => (r as { request_count: string }).request_count)).toEqual(['30', '20']);
+  });
+
+  it('counts a request id repeated inside one batch once', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const row = ledgerRow({ project });
+    expect(await writeUsageBatch(store, [row, { ...row }, { ...row, input: 999 }])).toBe(1);
+    const { rows } = await store.query<{ request_count: string; input: string }>(
+      'SELECT request_count, input FROM usage_hourly WHERE project = $1',
+      [project],
+    );
+    expect(rows).toEqual([{ request_count: '1', input: '100' }]);
+  });
+
+  it('keeps the hourly rollup equal to the sums over raw rows', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const models = ['a', 'b', '', 'c'];
+    const rows: LedgerRow[] = [];
+    for (let i = 0; i < 600; i++) {
+      rows.push(
+        ledgerRow({
+          project,
+          organization: 'org-r',
+          occurredAt: T0 + ((i * 7919) % (5 * HOUR_MS)),
+          clientModel: models[i % 4],
+          modelId: `id-${models[i % 4] || 'fallback'}`,
+          input: i,
+          output: i * 2,
+          cacheRead: i % 3,
+          cacheWrite: i % 5,
+          reasoning: i % 7,
+          artifacts: i % 2,
+          explicitCache: i % 2 === 0,
+          costPoints: `0.${String(i).padStart(6, '0')}1`,
+          originalCost: `${i}.5`,
+        }),
+      );
+    }
+    for (let i = 0; i < rows.length; i += 97) await writeUsageBatch(store, rows.slice(i, i + 97));
+
+    const cols = 'input, output, cache_read, cache_write, cache_explicit_read, reasoning, artifacts, request_count, cost_points, original_cost';
+    const rollup = await store.query(`SELECT hour, client_model AS model, organization, ${cols} FROM usage_hourly WHERE project = $1 ORDER BY 1, 2`, [project]);
+    const raw = await store.query(
+      `SELECT to_timestamp(floor(extract(epoch FROM occurred_at) / 3600) * 3600) AS hour,
+              coalesce(nullif(client_model, ''), model_id) AS model, max(organization) AS organization,
+              sum(input) AS input, sum(output) AS output, sum(cache_read) AS cache_read, sum(cache_write) AS cache_write,
+              sum(cache_explicit_read) AS cache_explicit_read, sum(reasoning) AS reasoning, sum(artifacts) AS artifacts,
+              count(*) AS request_count, sum(cost_points) AS cost_points, sum(original_cost) AS original_cost
+       FROM usage_events WHERE project = $1 GROUP BY 1, 2 ORDER BY 1, 2`,
+      [project],
+    );
+    expect(rollup.rows.length).toBe(5 * 4);
+    expect(rollup.rows).toEqual(raw.rows);
+    // The empty client model falls back to the configured model id.
+    expect(rollup.rows.map((r) => (r as { model: string }).model)).toContain('id-fallback');
+  });
+
+  it('buckets by UTC hour whatever the session time zone', async () => {
+    const { store } = db();
+    const project = freshProject();
+    await store.transaction(async (q) => {
+      await q.query("SET LOCAL TIME ZONE 'Asia/Kolkata'"); // +05:30: a local hour is not a UTC hour
+      await writeUsageBatch(q, [ledgerRow({ project, occurredAt: Date.UTC(2025, 0, 1, 10, 45) })]);
+    });
+    const { rows } = await store.query<{ hour: Date }>('SELECT hour FROM usage_hourly WHERE project = $1', [project]);
+    expect(rows[0].hour.toISOString()).toBe('2025-01-01T10:00:00.000Z');
+  });
+
+  it('sums money exactly: 20,000 rows of 0.0000001 make 0.002', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const rows = Array.from({ length: 20_000 }, () => ledgerRow({ project, costPoints: '0.0000001', originalCost: '0.00000015' }));
+    for (let i = 0; i < rows.length; i += 2000) await writeUsageBatch(store, rows.slice(i, i + 2000));
+    const { rows: sums } = await store.query<{ c: string; o: string }>(
+      'SELECT sum(cost_points)::text AS c, sum(original_cost)::text AS o FROM usage_hourly WHERE project = $1',
+      [project],
+    );
+    expect(sums[0]).toEqual({ c: '0.0020000', o: '0.00300000' });
+  });
+
+  it('measures insert throughput', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const total = 40_000;
+    const batch = 2000;
+    const rows = Array.from({ length: total }, (_, i) =>
+      ledgerRow({ project, occurredAt: T0 + i * 1000, clientModel: `m${i % 8}`, costPoints: '0.0000125' }),
+    );
+    const started = performance.now();
+    for (let i = 0; i < total; i += batch) await writeUsageBatch(store, rows.slice(i, i + batch));
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`[ledger writer] ${backend}: ${total} rows in batches of ${batch}: ${Math.round(total / seconds)} rows/s`);
+    expect(await countRows(store, 'usage_events', 'project = $1', [project])).toBe(total);
+  });
+});

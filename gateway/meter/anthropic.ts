@@ -1,0 +1,52 @@
+// Anthropic usage: input_tokens excludes cache reads and writes; message_delta figures are cumulative (DESIGN §5).
+import type { Usage } from './usage.ts';
+import { emptyUsage } from './usage.ts';
+import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
+import { int, obj, parseJson } from './stream-meter.ts';
+
+export function messagesUsage(u: unknown): Usage | null {
+  const usage = obj(u);
+  if (!usage) return null;
+  return {
+    input: int(usage.input_tokens),
+    output: int(usage.output_tokens),
+    cacheRead: int(usage.cache_read_input_tokens),
+    cacheWrite: int(usage.cache_creation_input_tokens),
+    reasoning: 0,
+    artifacts: 0,
+    explicitCache: true,
+    estimated: false,
+    detail: usage,
+  };
+}
+
+class MessagesStreamMeter implements StreamMeter {
+  done = false;
+  private start: Record<string, unknown> | undefined;
+  private delta: Record<string, unknown> | undefined;
+  push(ev: SseEvent): void {
+    const type = ev.event;
+    if (type === 'message_stop') {
+      this.done = true;
+      return;
+    }
+    if (type !== 'message_start' && type !== 'message_delta') return;
+    const data = obj(parseJson(ev.data));
+    if (!data) return;
+    if (type === 'message_start') this.start = obj(obj(data.message)?.usage);
+    else this.delta = { ...this.delta, ...obj(data.usage) };
+  }
+  usage(): Usage {
+    if (!this.start && !this.delta) return emptyUsage();
+    // Input and cache figures are final in message_start unless a delta restates them; output is final in the last delta.
+    const merged = { ...this.start, ...this.delta };
+    const u = messagesUsage(merged)!;
+    if (!this.delta) u.estimated = true;
+    return u;
+  }
+}
+
+export const anthropicReader: UsageReader = {
+  fromJson: (body) => messagesUsage(obj(body)?.usage),
+  stream: () => new MessagesStreamMeter(),
+};

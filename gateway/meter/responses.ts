@@ -1,0 +1,45 @@
+// OpenAI responses usage: input_tokens includes cached_tokens; read from the body or response.completed (DESIGN §5).
+import type { Usage } from './usage.ts';
+import { emptyUsage } from './usage.ts';
+import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
+import { int, obj, parseJson } from './stream-meter.ts';
+
+export function responsesUsage(u: unknown): Usage | null {
+  const usage = obj(u);
+  if (!usage) return null;
+  const prompt = int(usage.input_tokens);
+  const cached = Math.min(int(obj(usage.input_tokens_details)?.cached_tokens), prompt);
+  return {
+    input: prompt - cached,
+    output: int(usage.output_tokens),
+    cacheRead: cached,
+    cacheWrite: 0,
+    reasoning: int(obj(usage.output_tokens_details)?.reasoning_tokens),
+    artifacts: 0,
+    explicitCache: false,
+    estimated: false,
+    detail: usage,
+  };
+}
+
+const TERMINAL = new Set(['response.completed', 'response.failed', 'response.incomplete']);
+
+class ResponsesStreamMeter implements StreamMeter {
+  done = false;
+  private last: Usage | null = null;
+  push(ev: SseEvent): void {
+    const type = ev.event;
+    if (type === undefined || !TERMINAL.has(type)) return;
+    const u = responsesUsage(obj(obj(parseJson(ev.data))?.response)?.usage);
+    if (u) this.last = u;
+    this.done = true;
+  }
+  usage(): Usage {
+    return this.last ?? emptyUsage();
+  }
+}
+
+export const responsesReader: UsageReader = {
+  fromJson: (body) => responsesUsage(obj(body)?.usage),
+  stream: () => new ResponsesStreamMeter(),
+};

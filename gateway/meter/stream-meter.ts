@@ -1,0 +1,37 @@
+// A stream meter watches SSE events (already split by a real parser) and keeps the usage seen so far.
+import type { Usage } from './usage.ts';
+
+export interface SseEvent {
+  event?: string;
+  data: string;
+}
+
+export interface StreamMeter {
+  push(ev: SseEvent): void;
+  /** True once the upstream's terminal event passed: usage is final and the row can be journaled. */
+  readonly done: boolean;
+  /** What the upstream reported; `estimated` when it never gave usage. */
+  usage(): Usage;
+}
+
+export interface UsageReader {
+  fromJson(body: unknown): Usage | null;
+  stream(): StreamMeter;
+}
+
+export function int(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
+}
+
+export function obj(v: unknown): Record<string, unknown> | undefined {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+}
+
+/** JSON.parse that returns undefined instead of throwing: upstream bytes are untrusted. */
+export function parseJson(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,204 @@
+// One upstream exchange: pick an upstream, send, meter, journal the ledger row, and only then let the last bytes go (DESIGN §4, §7).
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import type { ChargeContext } from '../billing/charge.ts';
+import { charge } from '../billing/charge.ts';
+import type { ErrorFamily } from '../errors.ts';
+import { GatewayError, renderError } from '../errors.ts';
+import type { LedgerRow } from '../ledger/row.ts';
+import { estimateUsage } from '../meter/estimate.ts';
+import { SseTap } from '../meter/sse-tap.ts';
+import type { UsageReader } from '../meter/stream-meter.ts';
+import type { Usage } from '../meter/usage.ts';
+import type { UpstreamTarget } from '../snapshot/runtime.ts';
+import type { Protocol } from '../snapshot/schema.ts';
+import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
+import { isTimeout, TimeoutError, upstreamError } from '../upstream/client.ts';
+
+export interface LedgerSink {
+  record(row: LedgerRow): void;
+}
+
+export interface RelayDeps {
+  upstream: UpstreamClient;
+  ledger: LedgerSink;
+}
+
+export interface RelayCall extends ChargeContext {
+  family: ErrorFamily;
+  protocol: Protocol;
+  targets: UpstreamTarget[];
+  /** Builds the upstream path and body for one target (the upstream model id differs per target). */
+  build(target: UpstreamTarget): { path: string; body: string | Buffer; contentType?: string };
+  passHeaders?: Record<string, string>;
+  reader: UsageReader;
+  requestBytes: number;
+  /** How a mid-stream failure is told to the client in its protocol. */
+  streamError(err: GatewayError): string;
+}
+
+// Upstream headers worth returning; everything else (rate limits, org ids, cookies) describes the provider's account.
+const PASS_RESPONSE_HEADERS = ['content-type', 'openai-processing-ms'];
+
+export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyReply): Promise<void> {
+  const controller = new AbortController();
+  const total = setTimeout(() => controller.abort(new TimeoutError()), call.targets[0].provider.timeouts.totalMs);
+  const raw = reply.raw;
+  let clientGone = false;
+  const onClose = () => {
+    if (raw.writableFinished) return;
+    clientGone = true;
+    if (current?.provider.abortOnDisconnect) controller.abort(new Error('client disconnected'));
+  };
+  raw.on('close', onClose);
+  let current: UpstreamTarget | undefined;
+  try {
+    let res: UpstreamResponse | undefined;
+    let lastErr: GatewayError | undefined;
+    // Failover only on transport errors: once an upstream answered, its answer is the answer.
+    for (const target of call.targets) {
+      current = target;
+      const { path, body, contentType } = call.build(target);
+      try {
+        res = await deps.upstream.request({ provider: target.provider, protocol: call.protocol, path, body, contentType, passHeaders: call.passHeaders, signal: controller.signal });
+        break;
+      } catch (err) {
+        lastErr = upstreamError(err, target.provider.id, controller.signal);
+        if (controller.signal.aborted) break;
+      }
+    }
+    if (!res || !current) throw lastErr ?? new GatewayError('upstream_unavailable', 'No upstream is available for this model.');
+    const target = current;
+    if (res.statusCode >= 400) return await passUpstreamError(res, reply, call);
+    const contentType = String(res.headers['content-type'] ?? '');
+    if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, () => clientGone, controller);
+    else await relayJson(deps, call, target, res, reply, () => clientGone);
+  } catch (err) {
+    const gerr = err instanceof GatewayError ? err : upstreamError(err, current?.provider.id ?? 'unknown', controller.signal);
+    if (!reply.sent && !raw.headersSent) sendError(reply, call.family, gerr, call.requestId);
+  } finally {
+    clearTimeout(total);
+    raw.off('close', onClose);
+  }
+}
+
+async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean): Promise<void> {
+  let buf: Buffer;
+  try {
+    buf = Buffer.from(await res.body.arrayBuffer());
+  } catch (err) {
+    if (!gone()) throw upstreamError(err, target.provider.id);
+    // The client left and the provider cut us off too: bill the request side we know.
+    deps.ledger.record(charge(call, target, estimateUsage(call.requestBytes, 0)));
+    return;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(buf.toString('utf8'));
+  } catch {
+    parsed = undefined;
+  }
+  const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
+  const row = charge(call, target, usage);
+  deps.ledger.record(row);
+  if (gone()) return;
+  reply
+    .code(res.statusCode)
+    .header('content-type', res.headers['content-type'] ?? 'application/json')
+    .header('x-tollgate-request-id', call.requestId)
+    .header('x-tollgate-cost-points', row.costPoints);
+  copyHeaders(res, reply);
+  await reply.send(buf);
+}
+
+async function relayStream(
+  deps: RelayDeps,
+  call: RelayCall,
+  target: UpstreamTarget,
+  res: UpstreamResponse,
+  reply: FastifyReply,
+  gone: () => boolean,
+  controller: AbortController,
+): Promise<void> {
+  const raw: ServerResponse = reply.raw;
+  reply.hijack();
+  const headers: Record<string, string> = {
+    'content-type': String(res.headers['content-type']),
+    'cache-control': 'no-cache',
+    'x-accel-buffering': 'no',
+    'x-tollgate-request-id': call.requestId,
+  };
+  raw.writeHead(res.statusCode, headers);
+  raw.flushHeaders();
+  const tap = new SseTap(call.reader.stream());
+  let recorded = false;
+  let bytes = 0;
+  const record = (): void => {
+    if (recorded) return;
+    recorded = true;
+    let usage = tap.meter.usage();
+    if (usage.estimated && usage.input === 0 && usage.output === 0) usage = estimateUsage(call.requestBytes, bytes);
+    // Aborted on the client's behalf before the terminal event: what we saw is not what the provider will bill.
+    else if (!tap.meter.done && controller.signal.aborted) usage = { ...usage, estimated: true };
+    deps.ledger.record(charge(call, target, usage));
+  };
+  let failure: GatewayError | undefined;
+  try {
+    for await (const chunk of res.body) {
+      bytes += (chunk as Buffer).length;
+      tap.push(chunk as Buffer);
+      // The terminal event is in this chunk: the row becomes durable before those bytes leave.
+      if (tap.meter.done) record();
+      if (gone()) continue;
+      if (!raw.write(chunk)) await drained(raw);
+    }
+    tap.end();
+  } catch (err) {
+    if (!(gone() && controller.signal.aborted)) failure = isTimeout(err) || controller.signal.aborted ? upstreamError(err, target.provider.id, controller.signal) : upstreamError(err, target.provider.id);
+  }
+  try {
+    record();
+  } catch (err) {
+    failure = err instanceof GatewayError ? err : new GatewayError('ledger_unavailable', 'Usage could not be recorded; the answer is withheld.');
+  }
+  if (!gone()) {
+    if (failure) raw.write(call.streamError(failure));
+    raw.end();
+  }
+}
+
+function drained(raw: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
+}
+
+async function passUpstreamError(res: UpstreamResponse, reply: FastifyReply, call: RelayCall): Promise<void> {
+  // Pass-through routes return the upstream's error as it is; it is not billed.
+  const body = Buffer.from(await res.body.arrayBuffer());
+  reply.code(res.statusCode).header('content-type', res.headers['content-type'] ?? 'application/json').header('x-tollgate-request-id', call.requestId);
+  await reply.send(body);
+}
+
+function copyHeaders(res: UpstreamResponse, reply: FastifyReply): void {
+  for (const h of PASS_RESPONSE_HEADERS) {
+    if (h === 'content-type') continue;
+    const v = res.headers[h];
+    if (v !== undefined) reply.header(h, v);
+  }
+  const upstreamId = res.headers['x-request-id'] ?? res.headers['request-id'];
+  if (upstreamId !== undefined) reply.header('x-upstream-request-id', upstreamId);
+}
+
+export function sendError(reply: FastifyReply, family: ErrorFamily, err: GatewayError, requestId?: string): void {
+  const r = renderError(family, err, requestId);
+  reply.code(r.status).header('content-type', r.contentType);
+  if (requestId) reply.header('x-tollgate-request-id', requestId);
+  void reply.send(r.body);
+}

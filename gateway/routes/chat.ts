@@ -1,0 +1,71 @@
+// POST /api/v1/chat/completions and /api/v3/chat/completions: pass-through to an openai-protocol upstream (DESIGN §3, §4).
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ErrorFamily } from '../errors.ts';
+import { GatewayError, renderError } from '../errors.ts';
+import { parseJsonObject } from '../http/json-body.ts';
+import { openaiChatReader } from '../meter/openai-chat.ts';
+import { relay } from '../relay/relay.ts';
+import { orderByWeight, resolveModel, upstreamsFor } from '../routing/resolve-model.ts';
+import type { GatewayContext } from './context.ts';
+import { admit, handle } from './context.ts';
+
+export function registerChatRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  app.post('/api/v1/chat/completions', handle('chat', (req, reply) => chatCompletions(ctx, req, reply, 'chat')));
+  app.post('/api/v3/chat/completions', handle('compat', (req, reply) => chatCompletions(ctx, req, reply, 'compat')));
+}
+
+async function chatCompletions(ctx: GatewayContext, req: FastifyRequest, reply: Parameters<Parameters<typeof handle>[1]>[1], family: ErrorFamily): Promise<void> {
+  const { snapshot, key } = admit(ctx, req);
+  const { raw, value: body } = parseJsonObject(req.body as Buffer);
+  const clientModel = requireChatFields(body);
+  const model = resolveModel(snapshot, key, clientModel);
+  const targets = orderByWeight(upstreamsFor(model, 'openai', clientModel));
+  const stream = body.stream === true;
+  for (const f of model.drop) delete body[f];
+  if (stream) {
+    const opts = body.stream_options;
+    body.stream_options = opts !== null && typeof opts === 'object' ? { ...opts, include_usage: true } : { include_usage: true };
+  }
+  await relay(
+    ctx.relay,
+    {
+      requestId: req.id,
+      key,
+      model,
+      clientModel,
+      endpoint: routePath(req),
+      stream,
+      billing: 'text',
+      family,
+      protocol: 'openai',
+      targets,
+      build: (target) => {
+        body.model = target.model;
+        return { path: '/chat/completions', body: JSON.stringify(body) };
+      },
+      reader: openaiChatReader,
+      requestBytes: raw.length,
+      streamError: (err) => `data: ${renderError(family, err).body}\n\n`,
+      passHeaders: traceHeaders(req),
+    },
+    reply,
+  );
+}
+
+export function requireChatFields(body: Record<string, unknown>): string {
+  const model = body.model;
+  if (typeof model !== 'string' || model.trim() === '') throw new GatewayError('invalid_request', 'you must provide a model parameter', { param: 'model' });
+  if (!Array.isArray(body.messages) || body.messages.length === 0) throw new GatewayError('invalid_request', "'messages' must be a non-empty array", { param: 'messages' });
+  return model;
+}
+
+export function routePath(req: FastifyRequest): string {
+  return req.routeOptions.url ?? req.url.split('?')[0];
+}
+
+export function traceHeaders(req: FastifyRequest): Record<string, string> | undefined {
+  const tp = req.headers.traceparent;
+  if (typeof tp !== 'string') return undefined;
+  const ts = req.headers.tracestate;
+  return typeof ts === 'string' ? { traceparent: tp, tracestate: ts } : { traceparent: tp };
+}

@@ -1,0 +1,66 @@
+// Builds the HTTP server: body parsing, routes, and errors in each family's shape (nothing here knows SQL or providers).
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { ErrorFamily } from './errors.ts';
+import { GatewayError, renderError } from './errors.ts';
+import { registerChatRoutes } from './routes/chat.ts';
+import type { GatewayContext } from './routes/context.ts';
+import { registerHealthRoutes } from './routes/health.ts';
+import { registerModelRoutes } from './routes/models.ts';
+import { registerUsageRoutes } from './routes/usage.ts';
+
+export interface ServerOptions {
+  /** Largest JSON body accepted on chat-style routes (DESIGN §8: configurable). */
+  maxBodyBytes: number;
+  logLevel?: string;
+  logger?: boolean;
+}
+
+export function familyOf(url: string): ErrorFamily {
+  if (url.startsWith('/api/v3/')) return 'compat';
+  if (url.startsWith('/api/anthropic/') || url.startsWith('/api/v1/messages')) return 'messages';
+  if (url.startsWith('/api/v1/gemini/')) return 'gemini';
+  if (url.startsWith('/api/business/')) return 'problem';
+  return 'chat';
+}
+
+export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyInstance {
+  const app = Fastify({
+    logger: opts.logger === false ? false : { level: opts.logLevel ?? process.env.LOG_LEVEL ?? 'info', redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-goog-api-key"]'] },
+    // One access line per request is ours to write (without bodies or keys); fastify's own request logs stay off.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: opts.maxBodyBytes,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    forceCloseConnections: false,
+  });
+  // Every body arrives as raw bytes: routes parse what they need and forward the rest untouched.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply) => {
+    const family = familyOf(req.url);
+    let gerr: GatewayError;
+    if (err instanceof GatewayError) gerr = err;
+    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') gerr = new GatewayError('request_too_large', `The request body is too large (limit ${opts.maxBodyBytes} bytes).`);
+    else if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) gerr = new GatewayError('invalid_request', err.message);
+    else {
+      req.log.error({ err: { message: err.message, code: err.code, stack: err.stack } }, 'unhandled error');
+      gerr = new GatewayError('internal', 'The gateway hit an internal error. The request id identifies it in our logs.');
+    }
+    const r = renderError(family, gerr, req.id);
+    void reply.code(r.status).header('content-type', r.contentType).header('x-tollgate-request-id', req.id).send(r.body);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const r = renderError(familyOf(req.url), new GatewayError('not_found', `No route for ${req.method} ${req.url.split('?')[0]}.`), req.id);
+    void reply.code(r.status).header('content-type', r.contentType).send(r.body);
+  });
+
+  registerHealthRoutes(app, ctx);
+  registerModelRoutes(app, ctx);
+  registerChatRoutes(app, ctx);
+  registerUsageRoutes(app, ctx);
+  return app;
+}

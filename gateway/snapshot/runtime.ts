@@ -1,0 +1,169 @@
+// A validated snapshot compiled into the lookup tables the request path reads (no parsing per request).
+import { createHash } from 'node:crypto';
+import type { Decimal } from '../billing/decimal.ts';
+import { parseDecimal } from '../billing/decimal.ts';
+import type { CompiledPricing } from '../billing/pricing.ts';
+import { compilePricing } from '../billing/pricing.ts';
+import type { Model, Protocol, Provider, Snapshot } from './schema.ts';
+import { PROTOCOLS } from './schema.ts';
+
+export interface RuntimeProvider {
+  id: string;
+  /** Base URL without a trailing slash; protocol paths are appended. */
+  baseUrl: string;
+  credential: string | undefined;
+  /** Names the env var when the credential is missing, for a clear error. */
+  missingCredential?: string;
+  headers: Record<string, string>;
+  timeouts: Provider['timeouts'];
+  abortOnDisconnect: boolean;
+}
+
+export interface UpstreamTarget {
+  provider: RuntimeProvider;
+  model: string;
+  weight: number;
+}
+
+export interface RuntimeModel {
+  id: string;
+  config: Model;
+  public: boolean;
+  created: number;
+  pricing: CompiledPricing;
+  protocols: Partial<Record<Protocol, UpstreamTarget[]>>;
+  drop: readonly string[];
+  imageSizes: ReadonlySet<string> | undefined;
+}
+
+export interface RuntimeOrganization {
+  id: string;
+  discount: Decimal | undefined;
+  all: boolean;
+  exact: ReadonlySet<string>;
+  prefixes: readonly string[];
+}
+
+export interface RuntimeKey {
+  id: string;
+  prefix: string;
+  organization: RuntimeOrganization;
+  project: string;
+  disabled: boolean;
+  expiresAtMs: number | undefined;
+}
+
+export interface RuntimeSnapshot {
+  version: string;
+  generation: number;
+  loadedAt: number;
+  models: readonly RuntimeModel[];
+  byName: ReadonlyMap<string, RuntimeModel>;
+  keysByHash: ReadonlyMap<string, RuntimeKey>;
+  organizations: ReadonlyMap<string, RuntimeOrganization>;
+  providers: ReadonlyMap<string, RuntimeProvider>;
+}
+
+export interface CompileOptions {
+  env?: NodeJS.ProcessEnv;
+  warn?: (msg: string) => void;
+}
+
+export function snapshotVersion(s: Snapshot): string {
+  const { version: _v, generation: _g, ...content } = s;
+  return 'sha256:' + createHash('sha256').update(stableStringify(content)).digest('hex').slice(0, 32);
+}
+
+export function compileSnapshot(s: Snapshot, opts: CompileOptions = {}): RuntimeSnapshot {
+  const env = opts.env ?? process.env;
+  const providers = new Map<string, RuntimeProvider>();
+  for (const p of s.providers) {
+    let credential: string | undefined;
+    let missing: string | undefined;
+    if (p.apiKey && 'value' in p.apiKey) credential = p.apiKey.value;
+    else if (p.apiKey) {
+      credential = env[p.apiKey.fromEnv] || undefined;
+      if (!credential) {
+        missing = p.apiKey.fromEnv;
+        opts.warn?.(`provider "${p.id}": environment variable ${missing} is not set; its requests will fail with 502`);
+      }
+    }
+    providers.set(p.id, {
+      id: p.id,
+      baseUrl: p.baseUrl.replace(/\/+$/, ''),
+      credential,
+      missingCredential: missing,
+      headers: p.headers ?? {},
+      timeouts: p.timeouts,
+      abortOnDisconnect: p.onClientDisconnect === 'abort',
+    });
+  }
+  const pricing = new Map(s.pricingGroups.map((g) => [g.id, compilePricing(g)]));
+  const models: RuntimeModel[] = [];
+  const byName = new Map<string, RuntimeModel>();
+  for (const m of s.models) {
+    const protocols: Partial<Record<Protocol, UpstreamTarget[]>> = {};
+    for (const proto of PROTOCOLS) {
+      const ups = m.protocols[proto];
+      if (ups) protocols[proto] = ups.map((u) => ({ provider: providers.get(u.provider)!, model: u.model, weight: u.weight }));
+    }
+    const rm: RuntimeModel = {
+      id: m.id,
+      config: m,
+      public: m.public,
+      created: m.created,
+      pricing: pricing.get(m.pricingGroup)!,
+      protocols,
+      drop: m.capabilities.drop,
+      imageSizes: m.capabilities.imageSizes ? new Set(m.capabilities.imageSizes) : undefined,
+    };
+    models.push(rm);
+    byName.set(m.id.toLowerCase(), rm);
+    if (m.alias) byName.set(m.alias.toLowerCase(), rm);
+  }
+  const organizations = new Map<string, RuntimeOrganization>();
+  for (const o of s.organizations) {
+    organizations.set(o.id, {
+      id: o.id,
+      discount: o.discount === undefined ? undefined : parseDecimal(o.discount),
+      all: o.models.includes('*'),
+      exact: new Set(o.models.filter((x) => !x.endsWith('*'))),
+      prefixes: o.models.filter((x) => x.endsWith('*') && x !== '*').map((x) => x.slice(0, -1)),
+    });
+  }
+  const keysByHash = new Map<string, RuntimeKey>();
+  for (const k of s.apiKeys) {
+    keysByHash.set(k.hash, {
+      id: k.id,
+      prefix: k.prefix,
+      organization: organizations.get(k.organization)!,
+      project: k.project,
+      disabled: k.disabled,
+      expiresAtMs: k.expiresAt ? Date.parse(k.expiresAt) : undefined,
+    });
+  }
+  return {
+    version: s.version ?? snapshotVersion(s),
+    generation: s.generation ?? 0,
+    loadedAt: Date.now(),
+    models,
+    byName,
+    keysByHash,
+    organizations,
+    providers,
+  };
+}
+
+export function orgAllows(org: RuntimeOrganization, modelId: string): boolean {
+  if (org.all || org.exact.has(modelId)) return true;
+  for (const p of org.prefixes) if (modelId.startsWith(p)) return true;
+  return false;
+}
+
+/** Deterministic JSON (sorted keys) so equal content always hashes to the same version. */
+export function stableStringify(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v) ?? 'null';
+  if (Array.isArray(v)) return '[' + v.map(stableStringify).join(',') + ']';
+  const o = v as Record<string, unknown>;
+  return '{' + Object.keys(o).sort().filter((k) => o[k] !== undefined).map((k) => JSON.stringify(k) + ':' + stableStringify(o[k])).join(',') + '}';
+}

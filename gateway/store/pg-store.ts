@@ -1,0 +1,47 @@
+// Store over a pg Pool. pg already returns NUMERIC and int8 as strings, which is what we want.
+import pg from 'pg';
+import type { Queryable, Store } from './store.ts';
+
+export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig = {}): Store {
+  const pool = new pg.Pool({ connectionString, max: 4, connectionTimeoutMillis: 5_000, ...poolOptions });
+  // An idle client losing its server (restart, network cut) must not crash the process;
+  // the next query gets a fresh connection or a clear error.
+  pool.on('error', () => {});
+
+  const handle = (c: pg.Pool | pg.PoolClient): Queryable => ({
+    async query<T>(sql: string, params?: unknown[]) {
+      const r = await c.query(sql, params);
+      return { rows: r.rows as T[] };
+    },
+    async exec(sql: string) {
+      await c.query(sql); // no parameters: simple protocol, several statements allowed
+    },
+  });
+
+  return {
+    kind: 'postgres',
+    ...handle(pool),
+    async transaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const result = await fn(handle(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackErr) {
+          broken = rollbackErr as Error; // the connection is unusable: drop it from the pool
+        }
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}

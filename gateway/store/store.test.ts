@@ -1,0 +1,93 @@
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BACKENDS, tempDir, useTestDatabase } from '../../test/support/databases.ts';
+import { openStore, resolveDataDir } from './store.ts';
+
+describe.each(BACKENDS)('store on %s', (backend) => {
+  const db = useTestDatabase(backend, { migrate: false });
+
+  it('says which backend it is', () => {
+    expect(db().store.kind).toBe(backend);
+  });
+
+  it('returns NUMERIC and int8 as exact strings, timestamptz as Date, jsonb parsed', async () => {
+    const { rows } = await db().store.query<Record<string, unknown>>(
+      `SELECT 0.0000001::numeric AS tiny, 123456789012345678901234567890.000000001::numeric AS huge,
+              9007199254740993::bigint AS big, sum(x) AS total, '2025-01-01T00:00:00Z'::timestamptz AS at,
+              '{"a":[1,"x"]}'::jsonb AS doc
+       FROM (VALUES (1::bigint), (2::bigint)) v(x)`,
+    );
+    expect(rows[0]).toEqual({
+      tiny: '0.0000001',
+      huge: '123456789012345678901234567890.000000001',
+      big: '9007199254740993',
+      total: '3',
+      at: new Date('2025-01-01T00:00:00Z'),
+      doc: { a: [1, 'x'] },
+    });
+  });
+
+  it('commits a transaction that resolves and rolls back one that throws', async () => {
+    const { store } = db();
+    await store.exec('CREATE TABLE tx_probe (v text); CREATE TABLE tx_probe2 (v text)');
+    await store.transaction(async (q) => {
+      await q.query('INSERT INTO tx_probe VALUES ($1)', ['kept']);
+    });
+    await expect(
+      store.transaction(async (q) => {
+        await q.query('INSERT INTO tx_probe VALUES ($1)', ['lost']);
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
+    const { rows } = await store.query<{ v: string }>('SELECT v FROM tx_probe');
+    expect(rows).toEqual([{ v: 'kept' }]);
+  });
+
+  it('takes a transaction-scoped advisory lock', async () => {
+    const got = await db().store.transaction(async (q) => {
+      await q.query('SELECT pg_advisory_xact_lock($1::bigint)', ['42']);
+      const { rows } = await q.query<{ n: string }>(
+        "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 42 AND granted",
+      );
+      return rows[0].n;
+    });
+    expect(got).toBe('1');
+  });
+});
+
+describe('openStore', () => {
+  it('opens PGlite under <dataDir>/pglite and applies migrations when no database URL is given', async () => {
+    const dir = await tempDir();
+    try {
+      const store = await openStore({ dataDir: dir });
+      try {
+        expect(store.kind).toBe('pglite');
+        expect(existsSync(join(dir, 'pglite', 'PG_VERSION'))).toBe(true);
+        const { rows } = await store.query<{ version: string }>('SELECT version FROM schema_migrations ORDER BY version');
+        expect(rows.map((r) => r.version)).toEqual(['0001']);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it.runIf(process.env.DATABASE_URL)('opens a pg pool when a database URL is given', async () => {
+    const store = await openStore({ databaseUrl: process.env.DATABASE_URL, migrate: false });
+    try {
+      expect(store.kind).toBe('postgres');
+      expect((await store.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('resolves the data directory: option, then TOLLGATE_DATA_DIR, then ./.tollgate', () => {
+    expect(resolveDataDir('/srv/a', { TOLLGATE_DATA_DIR: '/srv/b' })).toBe('/srv/a');
+    expect(resolveDataDir(undefined, { TOLLGATE_DATA_DIR: '/srv/b' })).toBe('/srv/b');
+    expect(resolveDataDir(undefined, {})).toBe(join(process.cwd(), '.tollgate'));
+  });
+});

@@ -1,0 +1,105 @@
+// Starts a real gateway (in this process) against the fake upstream, with fresh keys and a fresh database.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateApiKey } from '../../gateway/auth/api-key.ts';
+import type { RunningGateway } from '../../gateway/gateway.ts';
+import { startGateway } from '../../gateway/gateway.ts';
+import type { SnapshotInput } from '../../gateway/snapshot/schema.ts';
+import type { FakeUpstream } from '../upstream/server.ts';
+import type { Backend } from './databases.ts';
+import { createTestDatabase } from './databases.ts';
+import { startFakeUpstream } from '../upstream/server.ts';
+
+export const PROVIDER_SECRET = 'sk-provider-secret-never-shown';
+
+export interface TestKeys {
+  /** org acme (every model, discount 0.9), project web */
+  acme: string;
+  /** org globex (openai/* only), project research */
+  globex: string;
+  revoked: string;
+  expired: string;
+}
+
+export interface TestGateway {
+  gw: RunningGateway;
+  url: string;
+  upstream: FakeUpstream;
+  keys: TestKeys;
+  configPath: string;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+/** The standard test world: an OpenAI-protocol model family, a tiered model, two organizations. */
+export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<typeof generateApiKey>>): SnapshotInput {
+  const key = (id: string, org: string, project: string, extra: Record<string, unknown> = {}) => ({ id, hash: keys[id].hash, prefix: keys[id].prefix, organization: org, project, ...extra });
+  return {
+    providers: [
+      { id: 'fake-openai', baseUrl: `${upstreamUrl}/v1`, apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 2000, firstByteMs: 3000, idleMs: 3000, totalMs: 10000 } },
+      { id: 'dead', baseUrl: 'http://127.0.0.1:9/v1', apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 500 } },
+    ],
+    pricingGroups: [
+      { id: 'mini', mode: 'flat_tokens', prices: { input: '0.15', output: '0.6', cacheRead: '0.075', cacheWrite: '0' } },
+      { id: 'tiered', mode: 'input_tokens_tiers', discount: '0.5', tiers: [{ upTo: 20, input: '1', output: '2', cacheRead: '0.5' }, { upTo: null, input: '3', output: '4', cacheRead: '1' }] },
+    ],
+    models: [
+      { id: 'openai/gpt-4o-mini', alias: 'gpt-4o-mini', public: true, pricingGroup: 'mini', created: 1721172741, protocols: { openai: [{ provider: 'fake-openai', model: 'gpt-4o-mini-2024-07-18' }] }, capabilities: { drop: ['logit_bias'] } },
+      { id: 'openai/tiered', pricingGroup: 'tiered', protocols: { openai: [{ provider: 'fake-openai', model: 'tiered-up' }] } },
+      { id: 'anthropic/claude', public: true, pricingGroup: 'mini', protocols: { anthropic: [{ provider: 'fake-openai', model: 'claude-x' }] } },
+      { id: 'secret/internal', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-openai', model: 'internal' }] } },
+      { id: 'openai/unreachable', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x' }] } },
+      { id: 'openai/failover', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x', weight: 1000 }, { provider: 'fake-openai', model: 'gpt-4o-mini-2024-07-18', weight: 1 }] } },
+    ],
+    organizations: [
+      { id: 'acme', models: ['*'], discount: '0.9' },
+      { id: 'globex', models: ['openai/*'] },
+    ],
+    apiKeys: [
+      key('acme', 'acme', 'web'),
+      key('globex', 'globex', 'research'),
+      key('revoked', 'acme', 'web', { disabled: true }),
+      key('expired', 'acme', 'web', { expiresAt: '2020-01-01T00:00:00Z' }),
+    ],
+  };
+}
+
+/** The database a test gateway uses: a fresh Postgres database when DATABASE_URL is set, else PGlite in its data dir. */
+export const DEFAULT_BACKEND: Backend = process.env.DATABASE_URL ? 'postgres' : 'pglite';
+
+export async function startTestGateway(
+  opts: { backend?: Backend; upstream?: FakeUpstream; maxJournalBytes?: number; flushIntervalMs?: number } = {},
+): Promise<TestGateway> {
+  const db = (opts.backend ?? DEFAULT_BACKEND) === 'postgres' ? await createTestDatabase('postgres', { migrate: false }) : undefined;
+  const upstream = opts.upstream ?? (await startFakeUpstream());
+  const generated = Object.fromEntries(['acme', 'globex', 'revoked', 'expired'].map((k) => [k, generateApiKey()]));
+  const dataDir = mkdtempSync(join(tmpdir(), 'tg-gw-'));
+  const configPath = join(dataDir, 'tollgate.json');
+  writeFileSync(configPath, JSON.stringify(testConfig(upstream.url, generated), null, 2));
+  const gw = await startGateway({
+    configPath,
+    dataDir,
+    databaseUrl: db?.databaseUrl,
+    port: 0,
+    host: '127.0.0.1',
+    logger: false,
+    maxJournalBytes: opts.maxJournalBytes,
+    flushIntervalMs: opts.flushIntervalMs ?? 50,
+  });
+  const keys = Object.fromEntries(Object.entries(generated).map(([k, v]) => [k, v.key])) as unknown as TestKeys;
+  return {
+    gw,
+    url: gw.url,
+    upstream,
+    keys,
+    configPath,
+    dataDir,
+    async close() {
+      await gw.close();
+      if (!opts.upstream) await upstream.close();
+      await db?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
