@@ -1,6 +1,8 @@
 // Wires one gateway process: snapshot source, store, ledger, upstream client, HTTP server, graceful drain.
 import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
 import { GatewayError } from './errors.ts';
 import { createLedger } from './ledger/ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
@@ -18,6 +20,8 @@ export interface GatewayOptions {
   configPath: string;
   databaseUrl?: string;
   dataDir?: string;
+  /** An already-open store (tests); the gateway does not close it. */
+  store?: Store;
   port?: number;
   host?: string;
   maxBodyBytes?: number;
@@ -42,9 +46,12 @@ export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const dataDir = resolveDataDir(opts.dataDir);
   const holder = new SnapshotHolder();
-  const store = await openStore({ databaseUrl: opts.databaseUrl, dataDir });
+  const ownsStore = opts.store === undefined;
+  const store = opts.store ?? (await openStore({ databaseUrl: opts.databaseUrl, dataDir }));
+  const log: Logger = createLogger(opts);
   const ledger = createLedger({
     store,
+    logger: log,
     journalDir: join(dataDir, 'journal'),
     maxJournalBytes: opts.maxJournalBytes,
     flushIntervalMs: opts.flushIntervalMs,
@@ -76,13 +83,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       }
     },
   };
-  const app = buildServer(ctx, { maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, logger: opts.logger, logLevel: opts.logLevel });
+  const app = buildServer(ctx, { maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, logger: log });
   let watcher: { close(): void };
   try {
     watcher = watchSnapshotFile(opts.configPath, holder, app.log);
   } catch (err) {
     await ledger.close();
-    await store.close();
+    if (ownsStore) await store.close();
     throw err;
   }
   const url = await app.listen({ port: opts.port ?? 8080, host: opts.host ?? '0.0.0.0' });
@@ -94,7 +101,15 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await app.close();
       await upstream.close();
       await ledger.close();
-      await store.close();
+      if (ownsStore) await store.close();
     })());
   return { app, url: url.replace('0.0.0.0', '127.0.0.1'), holder, ledger, store, close };
+}
+
+/** One pino logger for the server and the ledger; keys and credentials are redacted wherever they could appear. */
+function createLogger(opts: GatewayOptions): Logger {
+  return pino({
+    level: opts.logger === false ? 'silent' : (opts.logLevel ?? process.env.LOG_LEVEL ?? 'info'),
+    redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-goog-api-key"]'],
+  });
 }

@@ -1,7 +1,7 @@
 // Builds the HTTP server: body parsing, routes, and errors in each family's shape (nothing here knows SQL or providers).
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController } from 'fastify';
-import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from './errors.ts';
 import { GatewayError, renderError } from './errors.ts';
 import { registerChatRoutes } from './routes/chat.ts';
@@ -13,8 +13,7 @@ import { registerUsageRoutes } from './routes/usage.ts';
 export interface ServerOptions {
   /** Largest JSON body accepted on chat-style routes (DESIGN §8: configurable). */
   maxBodyBytes: number;
-  logLevel?: string;
-  logger?: boolean;
+  logger: FastifyBaseLogger;
 }
 
 export function familyOf(url: string): ErrorFamily {
@@ -27,7 +26,7 @@ export function familyOf(url: string): ErrorFamily {
 
 export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyInstance {
   const app = Fastify({
-    logger: opts.logger === false ? false : { level: opts.logLevel ?? process.env.LOG_LEVEL ?? 'info', redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-goog-api-key"]'] },
+    loggerInstance: opts.logger,
     // One access line per request is ours to write (without bodies or keys); fastify's own request logs stay off.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: opts.maxBodyBytes,

@@ -78,7 +78,7 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
   it('writes each request exactly once: a replayed batch changes nothing', async () => {
     const { store } = db();
     const project = freshProject();
-    const batch = Array.from({ length: 50 }, (_, i) => ledgerRow({ project, occurredAt: T0 + i * 60_000, input: i }));
+    const batch = Array.from({ length: 50 }, (_, i) => ledgerRow({ project, occurredAt: T0 + i * 120_000, input: i }));
     expect(await writeUsageBatch(store, batch)).toBe(50);
     const before = await store.query('SELECT * FROM usage_hourly WHERE project = $1 ORDER BY hour', [project]);
 
@@ -116,7 +116,7 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
         ledgerRow({
           project,
           organization: 'org-r',
-          occurredAt: T0 + ((i * 7919) % (5 * HOUR_MS)),
+          occurredAt: T0 + ((i * 7_919_000) % (5 * HOUR_MS)),
           clientModel: models[i % 4],
           modelId: `id-${models[i % 4] || 'fallback'}`,
           input: i,

@@ -1,7 +1,7 @@
 // Feeds raw upstream bytes to a stream meter through a real SSE parser; the bytes themselves pass on untouched.
 import { createParser } from 'eventsource-parser';
 import type { EventSourceParser } from 'eventsource-parser';
-import type { StreamMeter } from './stream-meter.ts';
+import type { SseEvent, StreamMeter } from './stream-meter.ts';
 
 export class SseTap {
   private readonly decoder = new TextDecoder();
@@ -10,11 +10,15 @@ export class SseTap {
   /** Set when the meter threw on a malformed event: metering stops, bytes keep flowing. */
   failed = false;
 
-  constructor(meter: StreamMeter) {
+  /** `also` sees every event after the meter (converting routes translate them for the client). */
+  constructor(meter: StreamMeter, also?: (ev: SseEvent) => void) {
     this.meter = meter;
     this.parser = createParser({
       onEvent: (ev) => {
-        if (!this.failed) meter.push({ event: ev.event, data: ev.data });
+        if (this.failed) return;
+        const e: SseEvent = { event: ev.event, data: ev.data };
+        meter.push(e);
+        also?.(e);
       },
     });
   }

@@ -8,7 +8,7 @@ import { GatewayError, renderError } from '../errors.ts';
 import type { LedgerRow } from '../ledger/row.ts';
 import { estimateUsage } from '../meter/estimate.ts';
 import { SseTap } from '../meter/sse-tap.ts';
-import type { UsageReader } from '../meter/stream-meter.ts';
+import type { SseEvent, UsageReader } from '../meter/stream-meter.ts';
 import type { Usage } from '../meter/usage.ts';
 import type { UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
@@ -35,6 +35,24 @@ export interface RelayCall extends ChargeContext {
   requestBytes: number;
   /** How a mid-stream failure is told to the client in its protocol. */
   streamError(err: GatewayError): string;
+  /** Present on converting routes: the client speaks another protocol than the upstream. */
+  convert?: ResponseConverter;
+}
+
+/** The seam converting routes plug into; pass-through routes leave it out and bytes flow untouched. */
+export interface ResponseConverter {
+  /** Upstream JSON body to the client's JSON body. */
+  json(body: unknown): unknown;
+  /** A fresh incremental converter for one stream: upstream SSE events in, client SSE text out. */
+  stream(): StreamConverter;
+  /** An upstream error (status, raw body) in the client's error shape. */
+  error(status: number, body: Buffer): { status: number; body: string; contentType?: string };
+}
+
+export interface StreamConverter {
+  push(ev: SseEvent): string;
+  /** Called once when the upstream ended (cleanly or not); returns what still has to be written. */
+  end(): string;
 }
 
 // Upstream headers worth returning; everything else (rate limits, org ids, cookies) describes the provider's account.
@@ -69,7 +87,7 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
     }
     if (!res || !current) throw lastErr ?? new GatewayError('upstream_unavailable', 'No upstream is available for this model.');
     const target = current;
-    if (res.statusCode >= 400) return await passUpstreamError(res, reply, call);
+    if (res.statusCode >= 400) return await upstreamErrorReply(res, reply, call);
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, () => clientGone, controller);
     else await relayJson(deps, call, target, res, reply, () => clientGone);
@@ -102,9 +120,13 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   const row = charge(call, target, usage);
   deps.ledger.record(row);
   if (gone()) return;
+  if (call.convert) {
+    if (parsed === undefined) throw new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" answered with a body that is not JSON.`);
+    buf = Buffer.from(JSON.stringify(call.convert.json(parsed)));
+  }
   reply
     .code(res.statusCode)
-    .header('content-type', res.headers['content-type'] ?? 'application/json')
+    .header('content-type', call.convert ? 'application/json' : (res.headers['content-type'] ?? 'application/json'))
     .header('x-tollgate-request-id', call.requestId)
     .header('x-tollgate-cost-points', row.costPoints);
   copyHeaders(res, reply);
@@ -123,14 +145,16 @@ async function relayStream(
   const raw: ServerResponse = reply.raw;
   reply.hijack();
   const headers: Record<string, string> = {
-    'content-type': String(res.headers['content-type']),
+    'content-type': call.convert ? 'text/event-stream; charset=utf-8' : String(res.headers['content-type']),
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',
     'x-tollgate-request-id': call.requestId,
   };
   raw.writeHead(res.statusCode, headers);
   raw.flushHeaders();
-  const tap = new SseTap(call.reader.stream());
+  const converter = call.convert?.stream();
+  let out = '';
+  const tap = new SseTap(call.reader.stream(), converter ? (ev) => (out += converter.push(ev)) : undefined);
   let recorded = false;
   let bytes = 0;
   const record = (): void => {
@@ -150,7 +174,12 @@ async function relayStream(
       // The terminal event is in this chunk: the row becomes durable before those bytes leave.
       if (tap.meter.done) record();
       if (gone()) continue;
-      if (!raw.write(chunk)) await drained(raw);
+      if (converter) {
+        if (out === '') continue;
+        const text = out;
+        out = '';
+        if (!raw.write(text)) await drained(raw);
+      } else if (!raw.write(chunk)) await drained(raw);
     }
     tap.end();
   } catch (err) {
@@ -162,6 +191,11 @@ async function relayStream(
     failure = err instanceof GatewayError ? err : new GatewayError('ledger_unavailable', 'Usage could not be recorded; the answer is withheld.');
   }
   if (!gone()) {
+    if (converter) {
+      // What the converter still holds (e.g. closing events) goes out after the row is durable.
+      out += converter.end();
+      if (!failure && out !== '') raw.write(out);
+    }
     if (failure) raw.write(call.streamError(failure));
     raw.end();
   }
@@ -179,9 +213,15 @@ function drained(raw: ServerResponse): Promise<void> {
   });
 }
 
-async function passUpstreamError(res: UpstreamResponse, reply: FastifyReply, call: RelayCall): Promise<void> {
-  // Pass-through routes return the upstream's error as it is; it is not billed.
+async function upstreamErrorReply(res: UpstreamResponse, reply: FastifyReply, call: RelayCall): Promise<void> {
+  // Pass-through routes return the upstream's error as it is, converting routes in the client's shape; neither is billed.
   const body = Buffer.from(await res.body.arrayBuffer());
+  if (call.convert) {
+    const c = call.convert.error(res.statusCode, body);
+    reply.code(c.status).header('content-type', c.contentType ?? 'application/json').header('x-tollgate-request-id', call.requestId);
+    await reply.send(c.body);
+    return;
+  }
   reply.code(res.statusCode).header('content-type', res.headers['content-type'] ?? 'application/json').header('x-tollgate-request-id', call.requestId);
   await reply.send(body);
 }

@@ -15,7 +15,13 @@ export function registerUsageRoutes(app: FastifyInstance, ctx: GatewayContext): 
       const key = authenticate(snapshotOrFail(ctx), presentedKey(req.headers));
       const q = req.query as Record<string, unknown>;
       const { from, to } = parseRange(q.from, q.to);
-      const report = await ctx.ledger.usageReport({ project: key.project, from, to });
+      let report;
+      try {
+        report = await ctx.ledger.usageReport({ project: key.project, from, to });
+      } catch (err) {
+        req.log.warn({ err: (err as Error).message }, 'usage report failed');
+        throw new GatewayError('ledger_unavailable', 'The usage store cannot be reached right now; try again shortly.');
+      }
       await reply.header('cache-control', 'no-store').send(report);
     }),
   );

@@ -6,7 +6,7 @@ import { readSnapshotFile, watchSnapshotFile } from './file-source.ts';
 import { SnapshotHolder } from './holder.ts';
 import { configurationReference, snapshotJsonSchema } from './json-schema.ts';
 import { compileSnapshot, orgAllows, snapshotVersion } from './runtime.ts';
-import { parseSnapshot, SnapshotError } from './validate.ts';
+import { parseSnapshot } from './validate.ts';
 
 const base = () => ({
   providers: [{ id: 'p', baseUrl: 'http://127.0.0.1:1/v1', apiKey: { fromEnv: 'TG_TEST_KEY' } }],
@@ -20,7 +20,7 @@ function issues(input: unknown): string[] {
   try {
     parseSnapshot(input, 'test');
   } catch (err) {
-    return (err as SnapshotError).issues;
+    return (err as { issues: string[] }).issues;
   }
   return [];
 }

@@ -1,6 +1,7 @@
 // The official openai SDK, pointed at the gateway with only baseURL and apiKey changed, against a byte-faithful upstream.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UsageReport } from '../../gateway/ledger/report-types.ts';
 import { expectedCost, MINI_ACME, sumDecimals } from '../support/expected-cost.ts';
 import type { TestGateway } from '../support/gateway.ts';
 import { PROVIDER_SECRET, startTestGateway } from '../support/gateway.ts';
@@ -121,7 +122,7 @@ describe.each([['/api/v1'], ['/api/v3']])('chat completions through %s', (prefix
       headers: { authorization: `Bearer ${t.keys.acme}` },
     });
     expect(res.status).toBe(200);
-    const report = await res.json();
+    const report = (await res.json()) as UsageReport;
     // The pass-through check above also made one billed request; count it through the ledger, not by hand.
     const extra = await t.gw.store.query<{ n: string }>("SELECT count(*)::text AS n FROM usage_events WHERE project = 'web'");
     expect(report.totals.request_count).toBe(Number(extra.rows[0].n));
@@ -139,7 +140,7 @@ describe.each([['/api/v1'], ['/api/v3']])('chat completions through %s', (prefix
     const rowsForSeen = all.rows.length - seen.length;
     expect(rowsForSeen).toBe(1);
     // by_model names the string each client sent, ordered by cost descending.
-    expect(report.by_model.map((m: { model: string }) => m.model)).toEqual(['gpt-4o-mini', 'OpenAI/GPT-4o-mini']);
+    expect(report.by_model.map((m) => m.model)).toEqual(['gpt-4o-mini', 'OpenAI/GPT-4o-mini']);
     expect(Number(report.by_model[0].cost_points)).toBeGreaterThan(Number(report.by_model[1].cost_points));
     expect(Object.keys(report.totals).sort()).toEqual(
       ['prompt_tokens', 'billable_prompt_tokens', 'cached_tokens', 'cache_explicit_read_tokens', 'cache_creation_tokens', 'completion_tokens', 'reasoning_tokens', 'total_tokens', 'generated_artifacts', 'request_count', 'cost_points', 'original_cost'].sort(),

@@ -7,6 +7,7 @@ import type { RunningGateway } from '../../gateway/gateway.ts';
 import { startGateway } from '../../gateway/gateway.ts';
 import type { SnapshotInput } from '../../gateway/snapshot/schema.ts';
 import type { FakeUpstream } from '../upstream/server.ts';
+import type { Store } from '../../gateway/store/store.ts';
 import type { Backend } from './databases.ts';
 import { createTestDatabase } from './databases.ts';
 import { startFakeUpstream } from '../upstream/server.ts';
@@ -38,6 +39,7 @@ export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<
   return {
     providers: [
       { id: 'fake-openai', baseUrl: `${upstreamUrl}/v1`, apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 2000, firstByteMs: 3000, idleMs: 3000, totalMs: 10000 } },
+      { id: 'fake-slow', baseUrl: `${upstreamUrl}/v1`, apiKey: { value: PROVIDER_SECRET }, timeouts: { firstByteMs: 300, idleMs: 300, totalMs: 5000 } },
       { id: 'dead', baseUrl: 'http://127.0.0.1:9/v1', apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 500 } },
     ],
     pricingGroups: [
@@ -49,6 +51,7 @@ export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<
       { id: 'openai/tiered', pricingGroup: 'tiered', protocols: { openai: [{ provider: 'fake-openai', model: 'tiered-up' }] } },
       { id: 'anthropic/claude', public: true, pricingGroup: 'mini', protocols: { anthropic: [{ provider: 'fake-openai', model: 'claude-x' }] } },
       { id: 'secret/internal', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-openai', model: 'internal' }] } },
+      { id: 'openai/slow', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-slow', model: 'gpt-4o-mini-2024-07-18' }] } },
       { id: 'openai/unreachable', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x' }] } },
       { id: 'openai/failover', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x', weight: 1000 }, { provider: 'fake-openai', model: 'gpt-4o-mini-2024-07-18', weight: 1 }] } },
     ],
@@ -69,9 +72,9 @@ export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<
 export const DEFAULT_BACKEND: Backend = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 
 export async function startTestGateway(
-  opts: { backend?: Backend; upstream?: FakeUpstream; maxJournalBytes?: number; flushIntervalMs?: number } = {},
+  opts: { backend?: Backend; upstream?: FakeUpstream; maxJournalBytes?: number; flushIntervalMs?: number; maxBodyBytes?: number; store?: Store } = {},
 ): Promise<TestGateway> {
-  const db = (opts.backend ?? DEFAULT_BACKEND) === 'postgres' ? await createTestDatabase('postgres', { migrate: false }) : undefined;
+  const db = !opts.store && (opts.backend ?? DEFAULT_BACKEND) === 'postgres' ? await createTestDatabase('postgres', { migrate: false }) : undefined;
   const upstream = opts.upstream ?? (await startFakeUpstream());
   const generated = Object.fromEntries(['acme', 'globex', 'revoked', 'expired'].map((k) => [k, generateApiKey()]));
   const dataDir = mkdtempSync(join(tmpdir(), 'tg-gw-'));
@@ -81,10 +84,12 @@ export async function startTestGateway(
     configPath,
     dataDir,
     databaseUrl: db?.databaseUrl,
+    store: opts.store,
     port: 0,
     host: '127.0.0.1',
     logger: false,
     maxJournalBytes: opts.maxJournalBytes,
+    maxBodyBytes: opts.maxBodyBytes,
     flushIntervalMs: opts.flushIntervalMs ?? 50,
   });
   const keys = Object.fromEntries(Object.entries(generated).map(([k, v]) => [k, v.key])) as unknown as TestKeys;

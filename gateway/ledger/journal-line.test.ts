@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { ledgerRow } from '../../test/support/ledger-rows.ts';
+import { parseJournalLine } from './journal-line.ts';
+
+describe('journal line', () => {
+  it('reads back the row that was written', () => {
+    const row = ledgerRow({ detail: { usage: { prompt_tokens: 3 } } });
+    expect(parseJournalLine(JSON.stringify(row))).toEqual(row);
+  });
+
+  it.each([
+    ['a negative count', { input: -1 }, /input/],
+    ['a fractional count', { output: 1.5 }, /output/],
+    ['money as a number', { costPoints: 0.1 as unknown as string }, /costPoints/],
+    ['money that is not a decimal', { originalCost: '1,5' }, /decimal/],
+    ['an empty request id', { requestId: '' }, /requestId/],
+    ['NUL in text', { project: 'a\u0000b' }, /NUL/],
+    ['a missing flag', { stream: undefined as unknown as boolean }, /stream/],
+    ['a bad time', { occurredAt: Number.NaN }, /occurredAt/],
+  ])('rejects %s', (_, patch, reason) => {
+    expect(() => parseJournalLine(JSON.stringify({ ...ledgerRow(), ...patch }))).toThrow(reason);
+  });
+
+  it('replaces NUL inside detail instead of losing the row (jsonb cannot hold it)', () => {
+    const row = ledgerRow({ detail: { 'k\u0000': ['x\u0000y', 1] } });
+    expect(parseJournalLine(JSON.stringify(row)).detail).toEqual({ 'k\uFFFD': ['x\uFFFDy', 1] });
+  });
+});

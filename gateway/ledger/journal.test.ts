@@ -1,0 +1,175 @@
+// The journal's own mechanics, with the database replaced by a commit function under test control.
+// (ledger.test.ts runs the same journal against real databases.)
+import { readdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { tempDir } from '../../test/support/databases.ts';
+import { ledgerRow } from '../../test/support/ledger-rows.ts';
+import { LedgerFullError } from './errors.ts';
+import { Journal } from './journal.ts';
+import type { JournalOptions } from './journal.ts';
+import type { LedgerRow } from './row.ts';
+
+const quiet = { info() {}, warn() {}, error() {} };
+const dirs: string[] = [];
+const journals: Journal[] = [];
+
+afterEach(async () => {
+  for (const j of journals.splice(0)) await j.close(100);
+  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+});
+
+async function openJournal(o: Partial<JournalOptions> = {}) {
+  const dir = await tempDir('tollgate-journal-');
+  dirs.push(dir);
+  const committed: LedgerRow[][] = [];
+  const journal = new Journal({
+    dir,
+    maxBytes: 1024 ** 3,
+    segmentRows: 1000,
+    segmentMs: 60_000,
+    batchSize: 1000,
+    commit: async (rows) => {
+      committed.push(rows);
+      return [];
+    },
+    logger: quiet,
+    retry: { baseMs: 10, capMs: 40 },
+    ...o,
+  });
+  journals.push(journal);
+  const files = () => readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort();
+  return { dir, journal, committed, files };
+}
+
+describe('journal', () => {
+  it('has the row on disk, as one JSON line, when record() returns', async () => {
+    const { dir, journal, files } = await openJournal();
+    const row = ledgerRow({ detail: { text: 'line\nbreak', emoji: '💸' } });
+    journal.record(row);
+    const text = readFileSync(join(dir, files()[0]), 'utf8');
+    expect(text.endsWith('\n')).toBe(true);
+    expect(text.split('\n')).toHaveLength(2);
+    expect(JSON.parse(text)).toEqual(row);
+    expect(journal.health()).toEqual({ ready: true, journalBytes: Buffer.byteLength(text), pendingRows: 1 });
+  });
+
+  it('seals a segment at segmentRows and starts the next one on the next row', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const { journal, committed, files } = await openJournal({
+      segmentRows: 3,
+      commit: async (rows) => {
+        await gate;
+        committed.push(rows);
+        return [];
+      },
+    });
+    for (let i = 0; i < 7; i++) journal.record(ledgerRow());
+    expect(files()).toHaveLength(3);
+    expect(files().map((f) => f.slice(0, 12))).toEqual(['000000000001', '000000000002', '000000000003']);
+    release();
+    await journal.flush();
+    expect(committed.flat()).toHaveLength(7);
+    expect(files()).toEqual([]);
+  });
+
+  it('seals by age so a quiet pod still reaches the database quickly', async () => {
+    const { journal, committed } = await openJournal({ segmentMs: 40 });
+    journal.record(ledgerRow());
+    await vi.waitFor(() => expect(committed.flat()).toHaveLength(1), { timeout: 2_000, interval: 10 });
+  });
+
+  it('merges small segments into one batch and splits a large one into batchSize pieces', async () => {
+    const { journal, committed } = await openJournal({ segmentRows: 4, batchSize: 10 });
+    for (let i = 0; i < 23; i++) journal.record(ledgerRow());
+    await journal.flush();
+    expect(committed.map((b) => b.length)).toEqual([8, 8, 7]);
+
+    // A segment written with a larger batch size (an earlier configuration) is cut to size.
+    const big = await openJournal({ segmentRows: 50, batchSize: 50, commit: () => Promise.reject(new Error('down')) });
+    for (let i = 0; i < 45; i++) big.journal.record(ledgerRow());
+    await big.journal.close(1_000);
+    expect(big.files()).toHaveLength(1);
+    const small = await openJournal({ dir: big.dir, batchSize: 20 });
+    await small.journal.flush();
+    expect(small.committed.map((b) => b.length)).toEqual([20, 20, 5]);
+  });
+
+  it('retries with growing, jittered delays and commits the rows once the database answers', async () => {
+    const attempts: number[] = [];
+    let failuresLeft = 4;
+    const { journal, committed, files } = await openJournal({
+      segmentRows: 5,
+      retry: { baseMs: 20, capMs: 80 },
+      commit: async (rows) => {
+        attempts.push(performance.now());
+        if (failuresLeft-- > 0) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+        committed.push(rows);
+        return [];
+      },
+    });
+    for (let i = 0; i < 5; i++) journal.record(ledgerRow());
+    await vi.waitFor(() => expect(committed.flat()).toHaveLength(5), { timeout: 3_000, interval: 5 });
+    expect(attempts).toHaveLength(5);
+    const gaps = attempts.slice(1).map((t, i) => t - attempts[i]);
+    // Delay n lies in [ceiling/2, ceiling] with ceiling = min(80, 20 * 2^(n-1)): 10+, 20+, 40+, 40+ ms.
+    expect(gaps[0]).toBeGreaterThanOrEqual(9);
+    expect(gaps[1]).toBeGreaterThanOrEqual(19);
+    expect(gaps[2]).toBeGreaterThanOrEqual(39);
+    expect(gaps[3]).toBeGreaterThanOrEqual(39);
+    expect(files()).toEqual([]);
+  });
+
+  it('does not cut tiny segments by age while the database is failing', async () => {
+    let up = false;
+    const { journal, committed, files } = await openJournal({
+      segmentRows: 1000,
+      segmentMs: 20,
+      retry: { baseMs: 200, capMs: 200 },
+      commit: async (rows) => {
+        if (!up) throw new Error('down');
+        committed.push(rows);
+        return [];
+      },
+    });
+    journal.record(ledgerRow());
+    await vi.waitFor(() => expect(journal.health().pendingRows).toBe(1), { timeout: 1_000 });
+    await new Promise((r) => setTimeout(r, 60)); // the first attempt has failed by now
+    for (let i = 0; i < 20; i++) {
+      journal.record(ledgerRow());
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(files().length).toBeLessThanOrEqual(2);
+    up = true;
+    await vi.waitFor(() => expect(committed.flat()).toHaveLength(21), { timeout: 3_000, interval: 10 });
+  });
+
+  it('refuses rows past the byte bound and takes them again once drained', async () => {
+    let up = false;
+    const { journal } = await openJournal({
+      maxBytes: 5_000,
+      segmentRows: 5,
+      segmentMs: 30,
+      retry: { baseMs: 10, capMs: 10 },
+      commit: async () => {
+        if (!up) throw new Error('down');
+        return [];
+      },
+    });
+    let accepted = 0;
+    expect(() => {
+      for (;;) {
+        journal.record(ledgerRow());
+        accepted++;
+      }
+    }).toThrow(LedgerFullError);
+    expect(accepted).toBeGreaterThan(3);
+    expect(journal.health()).toMatchObject({ ready: false, pendingRows: accepted });
+    await vi.waitFor(() => expect(journal.health().reason).toMatch(/journal full .* database unreachable/), { timeout: 1_000 });
+    up = true;
+    await vi.waitFor(() => expect(journal.health()).toEqual({ ready: true, journalBytes: 0, pendingRows: 0 }), { timeout: 3_000, interval: 10 });
+    journal.record(ledgerRow());
+  });
+});
