@@ -3,15 +3,18 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createKey, listKeys, revokeKey } from './snapshot/config-keys.ts';
+import { adminPortFromEnv } from './telemetry/config.ts';
 
 const USAGE = `usage:
-  tollgate start [--config FILE] [--port N]
+  tollgate start [--config FILE] [--port N] [--host ADDR]
+  tollgate start --kubernetes [--namespace NS]   (or TOLLGATE_MODE=kubernetes): snapshot from the operator's Secrets
   tollgate keys create --org ORG --project PROJECT [--name NAME] [--expires RFC3339] [--config FILE]
   tollgate keys list [--config FILE]
   tollgate keys revoke <KEY_ID|PREFIX> [--config FILE]
 
 The config file defaults to $TOLLGATE_CONFIG, then examples/tollgate.yaml.
-Environment: PORT, DATABASE_URL (else embedded PGlite in $TOLLGATE_DATA_DIR, default ./.tollgate), LOG_LEVEL.`;
+Environment: PORT, DATABASE_URL (else embedded PGlite in $TOLLGATE_DATA_DIR, default ./.tollgate), LOG_LEVEL,
+TOLLGATE_ADMIN_PORT (metrics, default 9464; 0 or off: none), OTEL_* (docs/observability.md).`;
 
 function configPath(flag: string | undefined): string {
   return resolve(flag ?? process.env.TOLLGATE_CONFIG ?? 'examples/tollgate.yaml');
@@ -24,6 +27,9 @@ async function main(argv: string[]): Promise<number> {
     options: {
       config: { type: 'string' },
       port: { type: 'string' },
+      host: { type: 'string' },
+      kubernetes: { type: 'boolean' },
+      namespace: { type: 'string' },
       org: { type: 'string' },
       project: { type: 'string' },
       name: { type: 'string' },
@@ -38,17 +44,21 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = configPath(values.config);
   if (cmd === 'start') {
-    if (!existsSync(config)) throw new Error(`config file not found: ${config}`);
+    const cluster = values.kubernetes === true || process.env.TOLLGATE_MODE === 'kubernetes';
+    if (!cluster && !existsSync(config)) throw new Error(`config file not found: ${config}`);
     // Loaded only here so key commands stay instant and need no database.
     const { startGateway } = await import('./gateway.ts');
     const gw = await startGateway({
-      configPath: config,
+      configPath: cluster ? undefined : config,
+      kubernetes: cluster ? { namespace: values.namespace } : undefined,
       databaseUrl: process.env.DATABASE_URL || undefined,
       port: Number(values.port ?? process.env.PORT ?? 8080),
+      host: values.host,
       maxBodyBytes: process.env.TOLLGATE_MAX_BODY_BYTES ? Number(process.env.TOLLGATE_MAX_BODY_BYTES) : undefined,
       maxJournalBytes: process.env.TOLLGATE_MAX_JOURNAL_BYTES ? Number(process.env.TOLLGATE_MAX_JOURNAL_BYTES) : undefined,
+      adminPort: adminPortFromEnv(),
     });
-    gw.app.log.info({ url: gw.url, store: gw.store.kind, config }, 'tollgate listening');
+    gw.app.log.info({ url: gw.url, store: gw.store.kind, ...(cluster ? { namespace: gw.kube?.namespace } : { config }), adminUrl: gw.adminUrl }, 'tollgate listening');
     const stop = (signal: string) => {
       gw.app.log.info({ signal }, 'draining');
       const force = setTimeout(() => process.exit(1), 30_000);

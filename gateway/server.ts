@@ -1,19 +1,29 @@
 // Builds the HTTP server: body parsing, routes, and errors in each family's shape (nothing here knows SQL or providers).
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController } from 'fastify';
-import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from './errors.ts';
 import { GatewayError, renderError } from './errors.ts';
+import { stripQueryKey } from './http/query-key.ts';
 import { registerChatRoutes } from './routes/chat.ts';
 import type { GatewayContext } from './routes/context.ts';
+import { registerGeminiRoutes } from './routes/gemini.ts';
 import { registerHealthRoutes } from './routes/health.ts';
+import { registerImageRoutes } from './routes/images.ts';
+import { registerMessagesRoutes } from './routes/messages.ts';
 import { registerModelRoutes } from './routes/models.ts';
+import { registerResponsesRoutes } from './routes/responses.ts';
+import { registerUnifiedRoutes } from './routes/unified.ts';
 import { registerUsageRoutes } from './routes/usage.ts';
+import { instrumentRefused, instrumentServer } from './telemetry/request-hook.ts';
+import type { Telemetry } from './telemetry/telemetry.ts';
 
 export interface ServerOptions {
   /** Largest JSON body accepted on chat-style routes (DESIGN §8: configurable). */
   maxBodyBytes: number;
   logger: FastifyBaseLogger;
+  /** Per-request metrics, spans and the access log (absent or disabled: none). */
+  telemetry?: Telemetry;
 }
 
 export function familyOf(url: string): ErrorFamily {
@@ -34,8 +44,16 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     requestIdHeader: false,
     return503OnClosing: true,
     forceCloseConnections: false,
+    rewriteUrl: stripQueryKey,
+    // Malformed URLs (bad percent escapes, over-long params) answer in the path's family too, not in fastify's shape.
+    frameworkErrors: (err, req, reply) => {
+      instrumentRefused(opts.telemetry, req, reply as FastifyReply);
+      const r = renderError(familyOf(req.url), new GatewayError('invalid_request', `The request URL is malformed (${err.code}).`), req.id);
+      void (reply as FastifyReply).code(r.status).header('content-type', r.contentType).send(r.body);
+    },
   });
   // Every body arrives as raw bytes: routes parse what they need and forward the rest untouched.
+  instrumentServer(app, opts.telemetry);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
@@ -43,7 +61,7 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     const family = familyOf(req.url);
     let gerr: GatewayError;
     if (err instanceof GatewayError) gerr = err;
-    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') gerr = new GatewayError('request_too_large', `The request body is too large (limit ${opts.maxBodyBytes} bytes).`);
+    else if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') gerr = new GatewayError('request_too_large', `The request body is too large (limit ${req.routeOptions.bodyLimit ?? opts.maxBodyBytes} bytes).`);
     else if (err.statusCode !== undefined && err.statusCode >= 400 && err.statusCode < 500) gerr = new GatewayError('invalid_request', err.message);
     else {
       req.log.error({ err: { message: err.message, code: err.code, stack: err.stack } }, 'unhandled error');
@@ -60,6 +78,11 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   registerHealthRoutes(app, ctx);
   registerModelRoutes(app, ctx);
   registerChatRoutes(app, ctx);
+  registerImageRoutes(app, ctx);
+  registerUnifiedRoutes(app, ctx);
+  registerMessagesRoutes(app, ctx);
+  registerResponsesRoutes(app, ctx);
+  registerGeminiRoutes(app, ctx);
   registerUsageRoutes(app, ctx);
   return app;
 }

@@ -6,6 +6,13 @@ export interface JsonBody {
   value: Record<string, unknown>;
 }
 
+let observer: ((raw: Buffer, value: Record<string, unknown>) => void) | undefined;
+
+/** Telemetry (tracing on) reads request parameters from the parsed body instead of parsing it again. */
+export function observeJsonBodies(fn: (raw: Buffer, value: Record<string, unknown>) => void): void {
+  observer = fn;
+}
+
 export function parseJsonObject(raw: Buffer): JsonBody {
   let value: unknown;
   const text = raw.toString('utf8');
@@ -19,6 +26,7 @@ export function parseJsonObject(raw: Buffer): JsonBody {
   if (countModelKeys(text) > 1 && topLevelKeyCount(text, 'model') > 1) {
     throw new GatewayError('invalid_request', 'The request body names "model" more than once.', { param: 'model' });
   }
+  observer?.(raw, value as Record<string, unknown>);
   return { raw, value: value as Record<string, unknown> };
 }
 

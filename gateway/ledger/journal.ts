@@ -91,12 +91,13 @@ export class Journal {
       throw new LedgerFullError(`ledger journal full: ${this.bytes} bytes pending, bound ${this.opts.maxBytes}`);
     }
     const line = Buffer.from(JSON.stringify(row) + '\n');
-    const seg = this.current ?? this.openSegment();
+    let seg: Segment;
     try {
+      seg = this.current ?? this.openSegment();
       writeAll(this.fd, line);
     } catch (err) {
       // A partial line may be on disk: never append after it.
-      this.seal();
+      this.sealAfterFailedWrite();
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOSPC' || code === 'EDQUOT') throw new LedgerFullError('ledger journal: disk full', { cause: err });
       throw err;
@@ -220,6 +221,23 @@ export class Journal {
     else this.sealed.push(seg);
   }
 
+  private sealAfterFailedWrite(): void {
+    try {
+      this.seal();
+    } catch (err) {
+      // Keep the segment queued with what we know of it; its complete lines still count.
+      this.opts.logger.error({ err: String(err) }, 'ledger journal: could not seal segment after a failed write');
+      if (this.current) this.sealed.push(this.current);
+      try {
+        closeSync(this.fd);
+      } catch {
+        // already unusable
+      }
+      this.fd = -1;
+      this.current = null;
+    }
+  }
+
   private rollByAge(): void {
     // While the database is failing, roll by count only: no point making many tiny files.
     if (this.current && this.failures === 0 && Date.now() - this.currentOpenedAt >= this.opts.segmentMs) {
@@ -259,6 +277,7 @@ export class Journal {
     this.failures++;
     const delay = retryDelay(this.failures, this.retry);
     this.retryAt = Date.now() + delay;
+    if (this.closed) return; // close() reports what stays on disk
     this.opts.logger.warn(
       { err: String(err), failures: this.failures, retryInMs: Math.round(delay), pendingRows: this.rows, journalBytes: this.bytes },
       'ledger batch not committed; rows stay journaled',

@@ -28,6 +28,8 @@ export interface LedgerOptions {
   closeTimeoutMs?: number;
   logger?: LedgerLogger;
   retry?: RetryPolicy;
+  /** Told after each database commit: rows in it, seconds it took, whether it succeeded (metrics). */
+  onCommit?: (rows: number, seconds: number, ok: boolean) => void;
 }
 
 export interface Ledger {
@@ -53,7 +55,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     segmentRows: batchSize,
     segmentMs: options.flushIntervalMs ?? 250,
     batchSize,
-    commit: (rows) => commitRows(store, rows),
+    commit: options.onCommit ? timed(options.onCommit, (rows) => commitRows(store, rows)) : (rows) => commitRows(store, rows),
     logger,
     retry: options.retry,
   });
@@ -63,6 +65,20 @@ export function createLedger(options: LedgerOptions): Ledger {
     usageReport: (q) => usageReport(store, q),
     flush: () => journal.flush(),
     close: () => journal.close(options.closeTimeoutMs ?? 5_000),
+  };
+}
+
+function timed<T>(onCommit: NonNullable<LedgerOptions['onCommit']>, commit: (rows: LedgerRow[]) => Promise<T>): (rows: LedgerRow[]) => Promise<T> {
+  return async (rows) => {
+    const start = performance.now();
+    try {
+      const out = await commit(rows);
+      onCommit(rows.length, (performance.now() - start) / 1000, true);
+      return out;
+    } catch (err) {
+      onCommit(rows.length, (performance.now() - start) / 1000, false);
+      throw err;
+    }
   };
 }
 

@@ -25,7 +25,8 @@ class MessagesStreamMeter implements StreamMeter {
   private start: Record<string, unknown> | undefined;
   private delta: Record<string, unknown> | undefined;
   push(ev: SseEvent): void {
-    const type = ev.event;
+    // Anthropic names every event; a relay that drops `event:` lines still carries the type in the data.
+    const type = ev.event ?? typeOfData(ev.data);
     if (type === 'message_stop') {
       this.done = true;
       return;
@@ -50,3 +51,8 @@ export const anthropicReader: UsageReader = {
   fromJson: (body) => messagesUsage(obj(body)?.usage),
   stream: () => new MessagesStreamMeter(),
 };
+
+function typeOfData(data: string): string | undefined {
+  const m = /"type"\s*:\s*"([a-z_]+)"/.exec(data);
+  return m?.[1];
+}

@@ -4,6 +4,9 @@ import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
 import { int, obj, parseJson } from './stream-meter.ts';
 
+type UsageOf = (body: Record<string, unknown> | undefined) => Usage | null;
+
+/** The §5 mapping, used when a gemini upstream is billed by the text rule (the unified chat entry). */
 export function geminiUsage(body: Record<string, unknown> | undefined): Usage | null {
   const meta = obj(body?.usageMetadata);
   if (!meta) return null;
@@ -23,6 +26,27 @@ export function geminiUsage(body: Record<string, unknown> | undefined): Usage | 
   };
 }
 
+/**
+ * The generateContent endpoint's rule (DESIGN §6): only candidatesTokenCount is billed (at the output price);
+ * promptTokenCount, totalTokenCount and the rest stay in the detail, so no billed dimension shows tokens that cost nothing.
+ */
+export function generateContentUsage(body: Record<string, unknown> | undefined): Usage | null {
+  const meta = obj(body?.usageMetadata);
+  if (!meta) return null;
+  return {
+    input: 0,
+    output: int(meta.candidatesTokenCount),
+    cacheRead: 0,
+    cacheWrite: 0,
+    reasoning: 0,
+    artifacts: countImages(body),
+    explicitCache: false,
+    estimated: false,
+    detail: meta,
+  };
+}
+
+/** Images returned: inlineData image parts, not counting thought (draft) images. */
 function countImages(body: Record<string, unknown> | undefined): number {
   let n = 0;
   const candidates = body?.candidates;
@@ -32,7 +56,10 @@ function countImages(body: Record<string, unknown> | undefined): number {
     if (!Array.isArray(parts)) continue;
     for (const p of parts) {
       const part = obj(p);
-      if (part && obj(part.inlineData) && part.thought !== true && String(obj(part.inlineData)?.mimeType ?? '').startsWith('image/')) n++;
+      if (!part || part.thought === true) continue;
+      const blob = obj(part.inlineData) ?? obj(part.inline_data);
+      const mime = blob?.mimeType ?? blob?.mime_type;
+      if (typeof mime === 'string' && mime.startsWith('image/')) n++;
     }
   }
   return n;
@@ -42,12 +69,21 @@ class GeminiStreamMeter implements StreamMeter {
   done = false;
   private last: Usage | null = null;
   private artifacts = 0;
+  private readonly usageOf: UsageOf;
+  constructor(usageOf: UsageOf) {
+    this.usageOf = usageOf;
+  }
   push(ev: SseEvent): void {
     const body = obj(parseJson(ev.data));
-    if (!body) return;
-    this.artifacts += countImages(body);
-    const u = geminiUsage(body);
-    if (u) this.last = u;
+    if (body) this.pushBody(body);
+  }
+  pushBody(body: Record<string, unknown>): void {
+    const u = this.usageOf(body);
+    // Each chunk carries only its new parts: images add up, usage does not (the last one is cumulative).
+    if (u) {
+      this.artifacts += u.artifacts;
+      this.last = u;
+    } else this.artifacts += countImages(body);
     const candidates = body.candidates;
     // Gemini has no terminator event: the chunk with a finishReason and usage is the last one.
     if (u && Array.isArray(candidates) && candidates.some((c) => obj(c)?.finishReason !== undefined)) this.done = true;
@@ -58,7 +94,25 @@ class GeminiStreamMeter implements StreamMeter {
   }
 }
 
-export const geminiReader: UsageReader = {
-  fromJson: (body) => geminiUsage(obj(body)),
-  stream: () => new GeminiStreamMeter(),
-};
+function readerFor(usageOf: UsageOf): UsageReader {
+  return {
+    fromJson: (body) => {
+      // streamGenerateContent without alt=sse answers one JSON array of chunks: meter it like a stream.
+      if (Array.isArray(body)) {
+        const meter = new GeminiStreamMeter(usageOf);
+        for (const chunk of body) {
+          const o = obj(chunk);
+          if (o) meter.pushBody(o);
+        }
+        const u = meter.usage();
+        return u.estimated ? null : u;
+      }
+      return usageOf(obj(body));
+    },
+    stream: () => new GeminiStreamMeter(usageOf),
+  };
+}
+
+export const geminiReader: UsageReader = readerFor(geminiUsage);
+/** For the native generateContent endpoint (billing rule `output_only`). */
+export const generateContentReader: UsageReader = readerFor(generateContentUsage);

@@ -1,21 +1,41 @@
 // Images-style usage: usage.input_tokens / usage.output_tokens; artifacts = images returned (DESIGN §5, §6).
+// Streams come in two dialects (reference §4.4, §5.3):
+//   OpenAI: image_generation.partial_image / image_edit.partial_image previews, then one *.completed event per image
+//           carrying that image and its usage; no [DONE].
+//   Ark:    image_generation.partial_succeeded per image (partial_failed for a refused one), then one
+//           image_generation.completed carrying only the usage, then data: [DONE].
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
 import { int, obj, parseJson } from './stream-meter.ts';
 
 export function imagesUsage(body: Record<string, unknown> | undefined): Usage | null {
-  const usage = obj(body?.usage);
-  const data = body?.data;
-  const artifacts = Array.isArray(data) ? data.filter((d) => obj(d) && obj(d)!.error === undefined).length : 0;
-  if (!usage) return null;
+  if (!body) return null;
+  const usage = obj(body.usage);
+  const artifacts = imagesIn(body.data);
+  if (!usage) {
+    // No usage (dall-e, some proxies): the images are still counted; tokens are unknown, not guessed from base64 bytes.
+    return Array.isArray(body.data) ? { ...emptyUsage(), artifacts } : null;
+  }
+  return fromUsage(usage, artifacts || int(usage.generated_images));
+}
+
+function imagesIn(data: unknown): number {
+  if (!Array.isArray(data)) return 0;
+  let n = 0;
+  // Ark group generation reports a refused image as {error} inside data[]: not an artifact.
+  for (const d of data) if (obj(d) && obj(d)!.error === undefined) n++;
+  return n;
+}
+
+function fromUsage(usage: Record<string, unknown>, artifacts: number): Usage {
   return {
     input: int(usage.input_tokens),
     output: int(usage.output_tokens),
     cacheRead: 0,
     cacheWrite: 0,
     reasoning: 0,
-    artifacts: artifacts || int(usage.generated_images),
+    artifacts,
     explicitCache: false,
     estimated: false,
     detail: usage,
@@ -24,37 +44,82 @@ export function imagesUsage(body: Record<string, unknown> | undefined): Usage | 
 
 class ImagesStreamMeter implements StreamMeter {
   done = false;
-  private last: Usage | null = null;
+  private readonly expected: () => number;
+  private input = 0;
+  private output = 0;
+  private detail: unknown = null;
+  private sawUsage = false;
+  /** Finished images seen: OpenAI *.completed with an image, Ark partial_succeeded. */
   private images = 0;
+  /** Ark's closing usage event: its generated_images is the fallback count. */
+  private arkGenerated = 0;
+
+  constructor(expected: () => number) {
+    this.expected = expected;
+  }
+
   push(ev: SseEvent): void {
-    if (ev.data === '[DONE]') {
+    const data = ev.data;
+    if (data === '[DONE]') {
       this.done = true;
       return;
     }
-    const body = obj(parseJson(ev.data));
-    const type = String(body?.type ?? ev.event ?? '');
-    if (type.endsWith('.partial_succeeded')) this.images++;
-    if (!type.endsWith('.completed')) return;
-    if (!type.includes('generation.completed') || body?.usage !== undefined) {
-      // OpenAI: one *.completed event per image carrying usage; Ark: one final completed event.
-      if (type.startsWith('image_generation.') || type.startsWith('image_edit.')) {
-        if (body?.b64_json !== undefined || body?.url !== undefined) this.images++;
-      }
-      const u = imagesUsage(body);
-      if (u) this.last = this.last ? sum(this.last, u) : u;
+    const type = ev.event ?? eventType(data);
+    if (type === undefined) return;
+    // Previews and refusals carry no usage; they pass untouched and unparsed.
+    if (type.endsWith('.partial_image') || type.endsWith('.partial_failed')) return;
+    if (type.endsWith('.partial_succeeded')) {
+      this.images++;
+      return;
     }
+    if (!type.endsWith('.completed')) return;
+    const body = obj(parseJson(data));
+    if (!body) return;
+    const usage = obj(body.usage);
+    if (body.b64_json !== undefined || body.url !== undefined) {
+      // OpenAI: one completed event per image, each with the usage of that image.
+      this.images++;
+      if (usage) this.add(usage);
+      if (this.images >= this.expected()) this.done = true;
+      return;
+    }
+    // Ark: the closing event; its usage covers every image of the request.
+    if (usage) {
+      this.input = 0;
+      this.output = 0;
+      this.add(usage);
+      this.arkGenerated = int(usage.generated_images);
+    }
+    this.done = true;
   }
+
+  private add(usage: Record<string, unknown>): void {
+    this.sawUsage = true;
+    this.input += int(usage.input_tokens);
+    this.output += int(usage.output_tokens);
+    this.detail = usage;
+  }
+
   usage(): Usage {
-    const u = this.last ?? emptyUsage();
-    return { ...u, artifacts: this.images || u.artifacts };
+    const artifacts = this.images || this.arkGenerated;
+    if (!this.sawUsage) return { ...emptyUsage(), artifacts };
+    return { ...fromUsage({}, artifacts), input: this.input, output: this.output, detail: this.detail };
   }
 }
 
-function sum(a: Usage, b: Usage): Usage {
-  return { ...a, input: a.input + b.input, output: a.output + b.output, artifacts: a.artifacts + b.artifacts, detail: b.detail };
+/** The `type` of an event sent without an `event:` line (cheap scan; the meter parses only the events it bills). */
+function eventType(data: string): string | undefined {
+  const m = /"type"\s*:\s*"([^"]+)"/.exec(data);
+  return m ? m[1] : undefined;
 }
 
-export const imagesReader: UsageReader = {
-  fromJson: (body) => imagesUsage(obj(body)),
-  stream: () => new ImagesStreamMeter(),
-};
+/**
+ * A reader for one request. `expected` is how many images were asked for (`n`): an OpenAI stream is final once that
+ * many completed events passed (it sends no [DONE]); it is read lazily because multipart edits learn `n` late.
+ */
+export function imagesReader(expected: () => number = () => 1): UsageReader {
+  return {
+    fromJson: (body) => imagesUsage(obj(body)),
+    stream: () => new ImagesStreamMeter(expected),
+  };
+}

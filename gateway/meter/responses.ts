@@ -24,11 +24,19 @@ export function responsesUsage(u: unknown): Usage | null {
 
 const TERMINAL = new Set(['response.completed', 'response.failed', 'response.incomplete']);
 
+function terminalTypeIn(data: string): string | undefined {
+  // Cheap substring test first: only the terminal event is ever parsed.
+  if (!data.includes('"response.')) return undefined;
+  for (const t of TERMINAL) if (data.includes(`"${t}"`)) return String(obj(parseJson(data))?.type ?? '');
+  return undefined;
+}
+
 class ResponsesStreamMeter implements StreamMeter {
   done = false;
   private last: Usage | null = null;
   push(ev: SseEvent): void {
-    const type = ev.event;
+    // The event name equals data.type; a relay that drops `event:` lines still leaves the type in the data.
+    const type = ev.event ?? terminalTypeIn(ev.data);
     if (type === undefined || !TERMINAL.has(type)) return;
     const u = responsesUsage(obj(obj(parseJson(ev.data))?.response)?.usage);
     if (u) this.last = u;

@@ -1,5 +1,6 @@
 // One upstream exchange: pick an upstream, send, meter, journal the ledger row, and only then let the last bytes go (DESIGN §4, §7).
 import type { ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { ChargeContext } from '../billing/charge.ts';
 import { charge } from '../billing/charge.ts';
@@ -14,6 +15,7 @@ import type { UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { isTimeout, TimeoutError, upstreamError } from '../upstream/client.ts';
+import { telemetryOf } from '../telemetry/request-hook.ts';
 
 export interface LedgerSink {
   record(row: LedgerRow): void;
@@ -28,8 +30,11 @@ export interface RelayCall extends ChargeContext {
   family: ErrorFamily;
   protocol: Protocol;
   targets: UpstreamTarget[];
-  /** Builds the upstream path and body for one target (the upstream model id differs per target). */
-  build(target: UpstreamTarget): { path: string; body: string | Buffer; contentType?: string };
+  /**
+   * Builds the upstream path and body for one target (the upstream model id differs per target). A Readable body
+   * (a streamed upload) can be sent once: such calls list a single target, so there is no failover.
+   */
+  build(target: UpstreamTarget): { path: string; body: string | Buffer | Readable; contentType?: string };
   passHeaders?: Record<string, string>;
   reader: UsageReader;
   requestBytes: number;
@@ -37,6 +42,10 @@ export interface RelayCall extends ChargeContext {
   streamError(err: GatewayError): string;
   /** Present on converting routes: the client speaks another protocol than the upstream. */
   convert?: ResponseConverter;
+  /** Pass-through streams: a clean end without the protocol's terminal event is told to the client with `streamError`. */
+  requireTerminalEvent?: boolean;
+  /** Pass-through routes that still answer upstream errors in their own shape (the unified chat entry). */
+  convertError?: ResponseConverter['error'];
 }
 
 /** The seam converting routes plug into; pass-through routes leave it out and bytes flow untouched. */
@@ -62,6 +71,7 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
   const controller = new AbortController();
   const total = setTimeout(() => controller.abort(new TimeoutError()), call.targets[0].provider.timeouts.totalMs);
   const raw = reply.raw;
+  const tel = telemetryOf(reply);
   let clientGone = false;
   const onClose = () => {
     if (raw.writableFinished) return;
@@ -77,11 +87,14 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
     for (const target of call.targets) {
       current = target;
       const { path, body, contentType } = call.build(target);
+      tel.upstreamStart(call, target);
       try {
-        res = await deps.upstream.request({ provider: target.provider, protocol: call.protocol, path, body, contentType, passHeaders: call.passHeaders, signal: controller.signal });
+        res = await deps.upstream.request({ provider: target.provider, protocol: call.protocol, path, body, contentType, passHeaders: tel.upstreamHeaders(call.passHeaders), signal: controller.signal });
+        tel.upstreamAnswered(res.statusCode);
         break;
       } catch (err) {
         lastErr = upstreamError(err, target.provider.id, controller.signal);
+        tel.upstreamFailed(lastErr);
         if (controller.signal.aborted) break;
       }
     }
@@ -97,17 +110,19 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
   } finally {
     clearTimeout(total);
     raw.off('close', onClose);
+    tel.relayEnd();
   }
 }
 
 async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean): Promise<void> {
+  const tel = telemetryOf(reply);
   let buf: Buffer;
   try {
     buf = Buffer.from(await res.body.arrayBuffer());
   } catch (err) {
     if (!gone()) throw upstreamError(err, target.provider.id);
     // The client left and the provider cut us off too: bill the request side we know.
-    deps.ledger.record(charge(call, target, estimateUsage(call.requestBytes, 0)));
+    tel.record(deps.ledger, charge(call, target, estimateUsage(call.requestBytes, 0)));
     return;
   }
   let parsed: unknown;
@@ -116,9 +131,10 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   } catch {
     parsed = undefined;
   }
+  tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
   const row = charge(call, target, usage);
-  deps.ledger.record(row);
+  tel.record(deps.ledger, row);
   if (gone()) return;
   if (call.convert) {
     if (parsed === undefined) throw new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" answered with a body that is not JSON.`);
@@ -130,6 +146,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
     .header('x-tollgate-request-id', call.requestId)
     .header('x-tollgate-cost-points', row.costPoints);
   copyHeaders(res, reply);
+  tel.setOverheadHeader(reply);
   await reply.send(buf);
 }
 
@@ -143,6 +160,7 @@ async function relayStream(
   controller: AbortController,
 ): Promise<void> {
   const raw: ServerResponse = reply.raw;
+  const tel = telemetryOf(reply);
   reply.hijack();
   const headers: Record<string, string> = {
     'content-type': call.convert ? 'text/event-stream; charset=utf-8' : String(res.headers['content-type']),
@@ -154,21 +172,23 @@ async function relayStream(
   raw.flushHeaders();
   const converter = call.convert?.stream();
   let out = '';
-  const tap = new SseTap(call.reader.stream(), converter ? (ev) => (out += converter.push(ev)) : undefined);
+  const tap = new SseTap(tel.meter(call.reader.stream()), converter ? (ev) => (out += converter.push(ev)) : undefined);
   let recorded = false;
   let bytes = 0;
   const record = (): void => {
     if (recorded) return;
     recorded = true;
     let usage = tap.meter.usage();
-    if (usage.estimated && usage.input === 0 && usage.output === 0) usage = estimateUsage(call.requestBytes, bytes);
+    // (Images counted without usage stay unguessed: their bytes are base64, not tokens.)
+    if (usage.estimated && usage.input === 0 && usage.output === 0 && usage.artifacts === 0) usage = estimateUsage(call.requestBytes, bytes);
     // Aborted on the client's behalf before the terminal event: what we saw is not what the provider will bill.
     else if (!tap.meter.done && controller.signal.aborted) usage = { ...usage, estimated: true };
-    deps.ledger.record(charge(call, target, usage));
+    tel.record(deps.ledger, charge(call, target, usage));
   };
   let failure: GatewayError | undefined;
   try {
     for await (const chunk of res.body) {
+      tel.firstByte();
       bytes += (chunk as Buffer).length;
       tap.push(chunk as Buffer);
       // The terminal event is in this chunk: the row becomes durable before those bytes leave.
@@ -182,9 +202,11 @@ async function relayStream(
       } else if (!raw.write(chunk)) await drained(raw);
     }
     tap.end();
+    if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
   } catch (err) {
     if (!(gone() && controller.signal.aborted)) failure = isTimeout(err) || controller.signal.aborted ? upstreamError(err, target.provider.id, controller.signal) : upstreamError(err, target.provider.id);
   }
+  tel.upstreamDone(undefined, failure);
   try {
     record();
   } catch (err) {
@@ -216,8 +238,8 @@ function drained(raw: ServerResponse): Promise<void> {
 async function upstreamErrorReply(res: UpstreamResponse, reply: FastifyReply, call: RelayCall): Promise<void> {
   // Pass-through routes return the upstream's error as it is, converting routes in the client's shape; neither is billed.
   const body = Buffer.from(await res.body.arrayBuffer());
-  if (call.convert) {
-    const c = call.convert.error(res.statusCode, body);
+  const c = call.convert ? call.convert.error(res.statusCode, body) : call.convertError?.(res.statusCode, body);
+  if (c) {
     reply.code(c.status).header('content-type', c.contentType ?? 'application/json').header('x-tollgate-request-id', call.requestId);
     await reply.send(c.body);
     return;

@@ -1,11 +1,13 @@
 // POST /api/v1/chat/completions and /api/v3/chat/completions: pass-through to an openai-protocol upstream (DESIGN §3, §4).
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError, renderError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';
 import { openaiChatReader } from '../meter/openai-chat.ts';
+import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel, upstreamsFor } from '../routing/resolve-model.ts';
+import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
 
@@ -14,12 +16,30 @@ export function registerChatRoutes(app: FastifyInstance, ctx: GatewayContext): v
   app.post('/api/v3/chat/completions', handle('compat', (req, reply) => chatCompletions(ctx, req, reply, 'compat')));
 }
 
-async function chatCompletions(ctx: GatewayContext, req: FastifyRequest, reply: Parameters<Parameters<typeof handle>[1]>[1], family: ErrorFamily): Promise<void> {
+async function chatCompletions(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, family: ErrorFamily): Promise<void> {
   const { snapshot, key } = admit(ctx, req);
   const { raw, value: body } = parseJsonObject(req.body as Buffer);
   const clientModel = requireChatFields(body);
   const model = resolveModel(snapshot, key, clientModel);
   const targets = orderByWeight(upstreamsFor(model, 'openai', clientModel));
+  await relayChatPassThrough(ctx, req, reply, { family, key, model, clientModel, targets, body, requestBytes: raw.length });
+}
+
+export interface ChatPassThrough {
+  family: ErrorFamily;
+  key: RuntimeKey;
+  model: RuntimeModel;
+  clientModel: string;
+  targets: UpstreamTarget[];
+  body: Record<string, unknown>;
+  requestBytes: number;
+  /** Set by routes that answer upstream errors in their own shape instead of passing them on. */
+  convertError?: RelayCall['convertError'];
+}
+
+/** The pass-through rule (DESIGN §4) for a chat body going to openai-protocol upstreams; shared with the unified entry. */
+export async function relayChatPassThrough(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, p: ChatPassThrough): Promise<void> {
+  const { family, key, model, clientModel, targets, body } = p;
   const stream = body.stream === true;
   for (const f of model.drop) delete body[f];
   if (stream) {
@@ -44,7 +64,8 @@ async function chatCompletions(ctx: GatewayContext, req: FastifyRequest, reply: 
         return { path: '/chat/completions', body: JSON.stringify(body) };
       },
       reader: openaiChatReader,
-      requestBytes: raw.length,
+      requestBytes: p.requestBytes,
+      convertError: p.convertError,
       streamError: (err) => `data: ${renderError(family, err).body}\n\n`,
       passHeaders: traceHeaders(req),
     },

@@ -8,6 +8,7 @@ import type { RelayDeps } from '../relay/relay.ts';
 import { sendError } from '../relay/relay.ts';
 import type { SnapshotHolder } from '../snapshot/holder.ts';
 import type { RuntimeKey, RuntimeSnapshot } from '../snapshot/runtime.ts';
+import { telemetryOf } from '../telemetry/request-hook.ts';
 
 export interface LedgerPort {
   record: RelayDeps['ledger']['record'];
@@ -35,6 +36,7 @@ export function snapshotOrFail(ctx: GatewayContext): RuntimeSnapshot {
 export function admit(ctx: GatewayContext, req: FastifyRequest, geminiKey?: string): { snapshot: RuntimeSnapshot; key: RuntimeKey } {
   const snapshot = snapshotOrFail(ctx);
   const key = authenticate(snapshot, presentedKey(req.headers, geminiKey));
+  telemetryOf(req).admitted(key);
   const health = ctx.ledger.health();
   if (!health.ready) throw new GatewayError('ledger_unavailable', 'Usage cannot be recorded right now (the local journal is full); try again shortly.');
   return { snapshot, key };

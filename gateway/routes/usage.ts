@@ -5,6 +5,7 @@ import type { ParamError } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
 import type { GatewayContext } from './context.ts';
 import { handle, snapshotOrFail } from './context.ts';
+import { telemetryOf } from '../telemetry/request-hook.ts';
 
 const MAX_RANGE_MS = 366 * 24 * 3600 * 1000;
 
@@ -13,11 +14,12 @@ export function registerUsageRoutes(app: FastifyInstance, ctx: GatewayContext): 
     '/api/business/v1/customer/usage',
     handle('problem', async (req, reply) => {
       const key = authenticate(snapshotOrFail(ctx), presentedKey(req.headers));
+      telemetryOf(req).admitted(key);
       const q = req.query as Record<string, unknown>;
       const { from, to } = parseRange(q.from, q.to);
       let report;
       try {
-        report = await ctx.ledger.usageReport({ project: key.project, from, to });
+        report = await telemetryOf(req).traced('usage report query', () => ctx.ledger.usageReport({ project: key.project, from, to }));
       } catch (err) {
         req.log.warn({ err: (err as Error).message }, 'usage report failed');
         throw new GatewayError('ledger_unavailable', 'The usage store cannot be reached right now; try again shortly.');

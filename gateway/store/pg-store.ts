@@ -3,7 +3,16 @@ import pg from 'pg';
 import type { Queryable, Store } from './store.ts';
 
 export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig = {}): Store {
-  const pool = new pg.Pool({ connectionString, max: 4, connectionTimeoutMillis: 5_000, ...poolOptions });
+  const pool = new pg.Pool({
+    connectionString,
+    max: 4,
+    connectionTimeoutMillis: 5_000,
+    // A silently dropped network must surface as an error (the journal then backs off and retries)
+    // rather than a query that waits forever; the pool discards a connection whose query timed out.
+    keepAlive: true,
+    query_timeout: 60_000,
+    ...poolOptions,
+  });
   // An idle client losing its server (restart, network cut) must not crash the process;
   // the next query gets a fresh connection or a clear error.
   pool.on('error', () => {});

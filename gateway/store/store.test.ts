@@ -3,6 +3,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BACKENDS, tempDir, useTestDatabase } from '../../test/support/databases.ts';
+import { readMigrations } from './migrate.ts';
 import { openStore, resolveDataDir } from './store.ts';
 
 describe.each(BACKENDS)('store on %s', (backend) => {
@@ -45,6 +46,22 @@ describe.each(BACKENDS)('store on %s', (backend) => {
     expect(rows).toEqual([{ v: 'kept' }]);
   });
 
+  it('is what openStore() opens, migrated: PGlite under <dataDir>/pglite without a URL, a pg pool with one', async () => {
+    const dataDir = await tempDir();
+    const url = db().databaseUrl;
+    // PGlite: its own directory (one instance per data directory); Postgres: this test database.
+    const store = await openStore(url ? { databaseUrl: url, dataDir } : { dataDir });
+    try {
+      expect(store.kind).toBe(backend);
+      if (!url) expect(existsSync(join(dataDir, 'pglite', 'PG_VERSION'))).toBe(true);
+      const { rows } = await store.query<{ version: string }>('SELECT version FROM schema_migrations ORDER BY version');
+      expect(rows.map((r) => r.version)).toEqual(readMigrations().map((m) => m.version));
+    } finally {
+      await store.close();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('takes a transaction-scoped advisory lock', async () => {
     const got = await db().store.transaction(async (q) => {
       await q.query('SELECT pg_advisory_xact_lock($1::bigint)', ['42']);
@@ -58,33 +75,6 @@ describe.each(BACKENDS)('store on %s', (backend) => {
 });
 
 describe('openStore', () => {
-  it('opens PGlite under <dataDir>/pglite and applies migrations when no database URL is given', async () => {
-    const dir = await tempDir();
-    try {
-      const store = await openStore({ dataDir: dir });
-      try {
-        expect(store.kind).toBe('pglite');
-        expect(existsSync(join(dir, 'pglite', 'PG_VERSION'))).toBe(true);
-        const { rows } = await store.query<{ version: string }>('SELECT version FROM schema_migrations ORDER BY version');
-        expect(rows.map((r) => r.version)).toEqual(['0001']);
-      } finally {
-        await store.close();
-      }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
-
-  it.runIf(process.env.DATABASE_URL)('opens a pg pool when a database URL is given', async () => {
-    const store = await openStore({ databaseUrl: process.env.DATABASE_URL, migrate: false });
-    try {
-      expect(store.kind).toBe('postgres');
-      expect((await store.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
-    } finally {
-      await store.close();
-    }
-  });
-
   it('resolves the data directory: option, then TOLLGATE_DATA_DIR, then ./.tollgate', () => {
     expect(resolveDataDir('/srv/a', { TOLLGATE_DATA_DIR: '/srv/b' })).toBe('/srv/a');
     expect(resolveDataDir(undefined, { TOLLGATE_DATA_DIR: '/srv/b' })).toBe('/srv/b');

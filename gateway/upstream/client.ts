@@ -26,8 +26,9 @@ export class UpstreamClient {
 
   constructor() {
     this.agent = new Agent({
-      // Each streaming completion holds a socket for its whole life; HTTP/2 stays off until measured.
-      connections: 1024,
+      // Each streaming completion holds a socket for its whole life, so this caps concurrent streams per
+      // provider origin (more wait in undici's queue); HTTP/2 stays off until measured.
+      connections: Number(process.env.TOLLGATE_UPSTREAM_CONNECTIONS) || 1024,
       pipelining: 1,
       keepAliveTimeout: 30_000,
       allowH2: false,

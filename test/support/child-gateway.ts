@@ -24,7 +24,7 @@ export async function freePort(): Promise<number> {
 export async function startChildGateway(opts: { configPath: string; dataDir: string; databaseUrl?: string; env?: Record<string, string> }): Promise<ChildGateway> {
   const port = await freePort();
   const proc = spawn(process.execPath, ['gateway/cli.ts', 'start', '--config', opts.configPath, '--port', String(port)], {
-    env: { ...process.env, TOLLGATE_DATA_DIR: opts.dataDir, DATABASE_URL: opts.databaseUrl ?? '', LOG_LEVEL: 'info', ...opts.env },
+    env: { ...process.env, TOLLGATE_DATA_DIR: opts.dataDir, DATABASE_URL: opts.databaseUrl ?? '', LOG_LEVEL: 'info', TOLLGATE_ADMIN_PORT: 'off', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];

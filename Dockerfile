@@ -1,0 +1,34 @@
+# syntax=docker/dockerfile:1
+# The tollgate image: the gateway (default command) and the operator (`node operator/main.ts`), one image.
+# Node 24 runs the TypeScript sources directly (type stripping), so nothing is compiled: the build stage only
+# installs production dependencies, and the runtime stage copies them with the sources. Guide: docs/kubernetes.md.
+
+ARG NODE_IMAGE=node:24-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY bin ./bin
+COPY gateway ./gateway
+COPY operator ./operator
+# Tests are not shipped (.dockerignore keeps most out; this catches any that slipped in).
+RUN find gateway operator -name '*.test.ts' -delete
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    PORT=8080 \
+    TOLLGATE_DATA_DIR=/var/lib/tollgate \
+    TOLLGATE_CONFIG=/etc/tollgate/tollgate.yaml
+WORKDIR /app
+# Owned by root and read-only to the process: only the journal directory is writable.
+COPY --from=build /app ./
+RUN mkdir -p /var/lib/tollgate /etc/tollgate && chown 10001:10001 /var/lib/tollgate
+USER 10001:10001
+EXPOSE 8080 9464
+VOLUME ["/var/lib/tollgate"]
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+STOPSIGNAL SIGTERM
+CMD ["node", "gateway/cli.ts", "start", "--host", "0.0.0.0"]

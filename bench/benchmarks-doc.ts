@@ -1,0 +1,355 @@
+// Renders one benchmark run as docs/benchmarks.md: machine, date, command, a table per scenario, and the targets.
+import type { LedgerThroughput } from './ledger-throughput.ts';
+import type { ConcurrentStreamsResult, RunResult, StreamLoadResult, TtfbResult } from './load.ts';
+import type { BenchPlan } from './plan.ts';
+import type { HotFunction } from './profile-summary.ts';
+import type { ReportLatency } from './report-latency.ts';
+import type { SeedResult } from './seed-ledger.ts';
+import { mb, ms, ratio, us } from './stats.ts';
+
+export interface ChunkResult {
+  target: string;
+  short: StreamLoadResult;
+  long: StreamLoadResult;
+  /** CPU seconds per additional SSE event: (long − short per stream) / (events difference). */
+  cpuPerExtraEvent: number;
+}
+
+export interface ConcurrentResult extends ConcurrentStreamsResult {
+  wanted: number;
+  extrapolatedPeakRss: number;
+}
+
+export interface BenchResults {
+  plan: BenchPlan;
+  command: string;
+  startedAt: string;
+  seconds?: number;
+  machine: {
+    cpu: string;
+    cores: number;
+    memoryGb: number;
+    kernel: string;
+    node: string;
+    postgres: string;
+    fdLimit: number;
+    loadBefore: number;
+    loadAfter: number;
+    portkey: string;
+    autocannon: string;
+  };
+  idleRss?: Record<string, number>;
+  json: { target: string; saturation: RunResult; rate: RunResult }[];
+  sse: RunResult[];
+  ttfb: TtfbResult[];
+  chunks: ChunkResult[];
+  messages: { available: boolean; ttfb: TtfbResult[]; saturation: RunResult[] };
+  concurrent: ConcurrentResult[];
+  ledger: LedgerThroughput[];
+  report?: { seed: SeedResult; latency: ReportLatency };
+  imageEdit?: { code: number; output: string };
+  profile?: { target: string; seconds: number; self: HotFunction[]; inclusive: HotFunction[]; samples: number };
+  notes: string[];
+}
+
+const TOLLGATES = ['tollgate-pglite', 'tollgate-postgres'];
+
+function table(head: string[], rows: (string | number)[][]): string {
+  const line = (cells: (string | number)[]) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map((h, i) => (i === 0 ? '---' : '---:'))), ...rows.map(line)].join('\n');
+}
+
+interface Target {
+  name: string;
+  goal: string;
+  figure: string;
+  met: boolean | undefined;
+}
+
+function targets(r: BenchResults): Target[] {
+  const out: Target[] = [];
+  const json = (n: string) => r.json.find((j) => j.target === n);
+  const bare = json('bare');
+  const direct = json('direct');
+  const portkey = json('portkey');
+  for (const tg of TOLLGATES) {
+    const j = json(tg);
+    if (!j || !bare) continue;
+    const cpu = j.saturation.cpuPerRequest / bare.saturation.cpuPerRequest;
+    out.push({ name: `CPU per non-streaming request, ${tg} / bare`, goal: '≤ 1.25×', figure: `${cpu.toFixed(2)}× (${us(j.saturation.cpuPerRequest)} µs vs ${us(bare.saturation.cpuPerRequest)} µs)`, met: cpu <= 1.25 });
+  }
+  for (const tg of TOLLGATES) {
+    const j = json(tg);
+    if (!j || !portkey) continue;
+    const x = j.saturation.rps / portkey.saturation.rps;
+    out.push({ name: `Throughput at saturation, ${tg} / Portkey`, goal: '≥ 4×', figure: `${x.toFixed(2)}× (${j.saturation.rps.toFixed(0)} vs ${portkey.saturation.rps.toFixed(0)} req/s)`, met: x >= 4 });
+  }
+  for (const tg of TOLLGATES) {
+    const j = json(tg);
+    if (!j || !direct) continue;
+    const added = j.rate.latency.p99 - direct.rate.latency.p99;
+    out.push({ name: `Added p99 at ${r.plan.rate} req/s, ${tg} − direct`, goal: '≤ 1 ms', figure: `${ms(added)} ms (p99 ${ms(j.rate.latency.p99)} vs ${ms(direct.rate.latency.p99)} ms)`, met: added <= 1 });
+  }
+  const dt = r.ttfb.find((t) => t.target === 'direct');
+  for (const tg of TOLLGATES) {
+    const t = r.ttfb.find((x) => x.target === tg);
+    if (!t || !dt) continue;
+    const added = t.ttfb.p50 - dt.ttfb.p50;
+    out.push({ name: `Streaming first-byte overhead (p50), ${tg} − direct`, goal: '≤ 0.5 ms', figure: `${ms(added, 3)} ms (p99: ${ms(t.ttfb.p99 - dt.ttfb.p99, 3)} ms)`, met: added <= 0.5 });
+  }
+  for (const c of r.concurrent.filter((x) => TOLLGATES.includes(x.target))) {
+    const none = c.ok === c.requested;
+    const rss = c.requested < c.wanted ? c.extrapolatedPeakRss : c.peakRss;
+    out.push({
+      name: `${c.wanted.toLocaleString('en-US')} concurrent streams, ${c.target}: peak RSS, none dropped`,
+      goal: '≤ 400 MB, 0 dropped',
+      figure: `${mb(rss)} MB${c.requested < c.wanted ? ` (extrapolated; ${mb(c.peakRss)} MB measured at ${c.requested.toLocaleString('en-US')})` : ''}, ${c.requested - c.ok} dropped`,
+      met: none && rss <= 400 * 1024 * 1024,
+    });
+  }
+  const lp = r.ledger.find((l) => l.backend === 'postgres');
+  if (lp) out.push({ name: 'Ledger writer into Postgres (end to end)', goal: '≥ 50,000 rows/s', figure: `${lp.endToEnd.toFixed(0)} rows/s (statement alone ${lp.statement.toFixed(0)})`, met: lp.endToEnd >= 50_000 });
+  if (r.report) {
+    const l = r.report.latency;
+    out.push({ name: `Usage report, 30 days over ${r.report.seed.rows.toLocaleString('en-US')} rows, one project (p50)`, goal: '≤ 50 ms', figure: `${ms(l.project.p50)} ms (p99 ${ms(l.project.p99)} ms)`, met: l.project.p50 <= 50 });
+    out.push({ name: 'Usage report, organization-wide rollup query (p50)', goal: '≤ 50 ms', figure: `${ms(l.organization.p50)} ms (p99 ${ms(l.organization.p99)} ms)`, met: l.organization.p50 <= 50 });
+  }
+  return out;
+}
+
+export function renderBenchmarks(r: BenchResults): string {
+  const m = r.machine;
+  const s: string[] = [];
+  s.push('# Benchmarks');
+  s.push('');
+  s.push(
+    'What tollgate adds to every request, measured against the same fake upstream under the same load as a bare Node pass-through (the floor) and Portkey\'s gateway (the peer). All servers are child processes on loopback; the figures below come from one run of the command shown. Absolute numbers on a shared 2-core machine are noise; the **ratios** in the same run are what we track.',
+  );
+  s.push('');
+  s.push(`- Command: \`${r.command}\` (plan \`${r.plan.name}\`; ${r.seconds ? `${(r.seconds / 60).toFixed(1)} minutes` : 'incomplete'})`);
+  s.push(`- Date: ${r.startedAt}`);
+  s.push(`- Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGb} GB RAM, Linux ${m.kernel}; Node ${m.node}; Postgres ${m.postgres || 'not reachable'}; open-file limit ${m.fdLimit}`);
+  s.push(`- Load average (1 min) before/after: ${m.loadBefore.toFixed(2)} / ${Number.isFinite(m.loadAfter) ? m.loadAfter.toFixed(2) : 'n/a'} (other work shares this machine)`);
+  s.push(`- Tools: autocannon ${m.autocannon} (saturation), an open-loop undici pacer (fixed rate), undici stream clients; Portkey \`@portkey-ai/gateway\` ${m.portkey}`);
+  s.push('');
+
+  s.push('## Targets');
+  s.push('');
+  s.push(table(['target', 'goal', 'this run', 'met'], targets(r).map((t) => [t.name, t.goal, t.figure, t.met === undefined ? 'n/a' : t.met ? 'met' : '**missed**'])));
+  s.push('');
+
+  s.push('## What runs');
+  s.push('');
+  s.push('- **direct**: the fake upstream (`test/upstream/main.ts`), OpenAI chat JSON and SSE and Anthropic messages; its own figures show it is not the bottleneck.');
+  s.push('- **bare**: `bench/bare-proxy.ts`, fastify + one undici Agent that only forwards (no auth, no parsing, no metering).');
+  s.push('- **tollgate-pglite / tollgate-postgres**: `node gateway/cli.ts start --config <generated> --host 127.0.0.1`, auth + billing + ledger on (journal + background writer into embedded PGlite, or a fresh Postgres database).');
+  s.push('- **portkey**: `node_modules/@portkey-ai/gateway/build/start-server.js --headless`, routed per request by `x-portkey-provider: openai` + `x-portkey-custom-host: <upstream>/v1`. The preload `bench/loopback-only.ts` binds it to 127.0.0.1 and keeps Node\'s own `Request`/`Response` globals: with @hono/node-server 1.19\'s replacements every Portkey stream fails (`TypeError: immutable`, Portkey appends headers to the upstream fetch response\'s immutable Headers).');
+  s.push(`- Request: \`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"a b c d"}]}\` (SSE: \`stream: true\`, \`stream_options.include_usage\`). Idle RSS before load: ${Object.entries(r.idleRss ?? {}).map(([k, v]) => `${k} ${mb(v)} MB`).join(', ')}.`);
+  s.push('');
+
+  const bare = r.json.find((j) => j.target === 'bare');
+  const direct = r.json.find((j) => j.target === 'direct');
+  const portkey = r.json.find((j) => j.target === 'portkey');
+  s.push('## Chat completions, JSON');
+  s.push('');
+  s.push(`At saturation: autocannon, ${r.plan.connections} connections, ${r.plan.saturateSeconds} s after a ${r.plan.warmupSeconds} s warm-up; best of ${r.plan.rounds} interleaved round(s) (least CPU per request). CPU is the server process's utime + stime from \`/proc/<pid>/stat\` over the run, divided by successful requests; peak RSS is VmHWM (reset before each run).`);
+  s.push('');
+  s.push(
+    table(
+      ['target', 'req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'CPU µs/req', 'CPU vs bare', 'req/s vs Portkey', 'peak RSS MB', 'upstream CPU µs/req', 'errors'],
+      r.json.map((j) => [
+        j.target,
+        j.saturation.rps.toFixed(0),
+        ms(j.saturation.latency.p50),
+        ms(j.saturation.latency.p99),
+        ms(j.saturation.latency.p999),
+        us(j.saturation.cpuPerRequest),
+        bare ? ratio(j.saturation.cpuPerRequest, bare.saturation.cpuPerRequest) : 'n/a',
+        portkey ? ratio(j.saturation.rps, portkey.saturation.rps) : 'n/a',
+        mb(j.saturation.peakRss),
+        j.saturation.upstreamCpuPerRequest === undefined ? '—' : us(j.saturation.upstreamCpuPerRequest),
+        j.saturation.failed,
+      ]),
+    ),
+  );
+  s.push('');
+  s.push(`At a fixed rate: ${r.plan.rate} req/s for ${r.plan.rateSeconds} s, open loop (requests leave on schedule whatever the answers do; autocannon's own rate limit sends each connection's quota back to back at the start of every second, which measures burst queueing). Latency is send to last byte.`);
+  s.push('');
+  s.push(
+    table(
+      ['target', 'achieved req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'CPU µs/req', 'max send lag ms', 'errors'],
+      r.json.map((j) => [
+        j.target,
+        j.rate.rps.toFixed(0),
+        ms(j.rate.latency.p50, 3),
+        ms(j.rate.latency.p99, 3),
+        ms(j.rate.latency.p999, 3),
+        direct ? ms(j.rate.latency.p50 - direct.rate.latency.p50, 3) : 'n/a',
+        direct ? ms(j.rate.latency.p99 - direct.rate.latency.p99, 3) : 'n/a',
+        us(j.rate.cpuPerRequest),
+        ms(j.rate.maxLagMs ?? NaN, 1),
+        j.rate.failed,
+      ]),
+    ),
+  );
+  s.push('');
+
+  s.push('## Chat completions, SSE');
+  s.push('');
+  s.push(`At saturation (every event in one upstream write), ${r.plan.connections} connections, ${r.plan.sseSaturateSeconds} s:`);
+  s.push('');
+  const sseBare = r.sse.find((x) => x.target === 'bare');
+  const ssePk = r.sse.find((x) => x.target === 'portkey');
+  s.push(
+    table(
+      ['target', 'streams/s', 'p50 ms', 'p99 ms', 'CPU µs/stream', 'CPU vs bare', 'streams/s vs Portkey', 'peak RSS MB', 'errors'],
+      r.sse.map((x) => [x.target, x.rps.toFixed(0), ms(x.latency.p50), ms(x.latency.p99), us(x.cpuPerRequest), sseBare ? ratio(x.cpuPerRequest, sseBare.cpuPerRequest) : 'n/a', ssePk ? ratio(x.rps, ssePk.rps) : 'n/a', mb(x.peakRss), x.failed]),
+    ),
+  );
+  s.push('');
+  const dt = r.ttfb.find((t) => t.target === 'direct');
+  s.push(`Time to first byte: ${r.plan.ttfbCount} streams one at a time; the upstream sends its first event with the headers and the rest 2 ms apart. TTFB is request sent to first body byte.`);
+  s.push('');
+  s.push(
+    table(
+      ['target', 'TTFB p50 ms', 'TTFB p99 ms', 'added p50 ms', 'added p99 ms', 'whole stream p50 ms', 'errors'],
+      r.ttfb.map((t) => [t.target, ms(t.ttfb.p50, 3), ms(t.ttfb.p99, 3), dt ? ms(t.ttfb.p50 - dt.ttfb.p50, 3) : 'n/a', dt ? ms(t.ttfb.p99 - dt.ttfb.p99, 3) : 'n/a', ms(t.total.p50, 2), t.failed]),
+    ),
+  );
+  s.push('');
+  s.push(`Per-chunk cost: ${r.plan.chunkConcurrency} concurrent streams for ${r.plan.chunkSeconds} s each of 6 and of 25 SSE events, every event its own upstream write 1 ms apart; the cost of one more event is the CPU difference per stream divided by 19.`);
+  s.push('');
+  const chunkBare = r.chunks.find((c) => c.target === 'bare');
+  s.push(
+    table(
+      ['target', 'CPU µs / 6-event stream', 'CPU µs / 25-event stream', 'CPU µs per extra event', 'vs bare', 'streams (short/long)', 'errors'],
+      r.chunks.map((c) => [
+        c.target,
+        us(c.short.cpuPerStream),
+        us(c.long.cpuPerStream),
+        us(c.cpuPerExtraEvent),
+        chunkBare ? ratio(c.cpuPerExtraEvent, chunkBare.cpuPerExtraEvent) : 'n/a',
+        `${c.short.ok}/${c.long.ok}`,
+        c.short.failed + c.long.failed,
+      ]),
+    ),
+  );
+  s.push('');
+
+  s.push('## Anthropic messages, SSE');
+  s.push('');
+  if (!r.messages.available) s.push('Not measured in this run (see notes).');
+  else {
+    const mdt = r.messages.ttfb.find((t) => t.target === 'direct');
+    s.push('Pass-through of `POST /api/v1/messages` (`stream: true`) to an anthropic-protocol upstream: time to first byte one stream at a time, then saturation.');
+    s.push('');
+    s.push(
+      table(
+        ['target', 'TTFB p50 ms', 'TTFB p99 ms', 'added p50 ms', 'streams/s', 'p99 ms', 'CPU µs/stream', 'errors'],
+        r.messages.ttfb.map((t) => {
+          const sat = r.messages.saturation.find((x) => x.target === t.target);
+          return [t.target, ms(t.ttfb.p50, 3), ms(t.ttfb.p99, 3), mdt ? ms(t.ttfb.p50 - mdt.ttfb.p50, 3) : 'n/a', sat ? sat.rps.toFixed(0) : 'n/a', sat ? ms(sat.latency.p99) : 'n/a', sat ? us(sat.cpuPerRequest) : 'n/a', t.failed + (sat?.failed ?? 0)];
+        }),
+      ),
+    );
+  }
+  s.push('');
+
+  s.push('## Concurrent slow streams');
+  s.push('');
+  s.push(`Streams opened over ${(r.plan.concurrentRampMs / 1000).toFixed(0)} s and held together: 25 events each, ${r.plan.concurrentPaceMs} ms apart. "Most open" counts streams past their first byte and not yet ended, as the client saw them.`);
+  s.push('');
+  s.push(
+    table(
+      ['target', 'streams', 'completed', 'dropped', 'most open at once', 'RSS before MB', 'peak RSS MB', `peak RSS at ${r.plan.concurrentStreams.toLocaleString('en-US')} MB`, 'KB per stream', 'most fds', 'seconds'],
+      r.concurrent.map((c) => [
+        c.target,
+        c.requested,
+        c.ok,
+        c.requested - c.ok,
+        c.maxOpen,
+        mb(c.baseRss),
+        mb(c.peakRss),
+        c.requested < c.wanted ? `${mb(c.extrapolatedPeakRss)} (extrapolated)` : mb(c.peakRss),
+        ((c.peakRss - c.baseRss) / Math.max(1, c.requested) / 1024).toFixed(1),
+        c.maxFds,
+        c.seconds.toFixed(0),
+      ]),
+    ),
+  );
+  const errs = r.concurrent.filter((c) => c.firstError).map((c) => `${c.target}: ${c.firstError}`);
+  if (errs.length) s.push('', `First errors: ${errs.join('; ')}`);
+  s.push('');
+
+  s.push('## Ledger writer');
+  s.push('');
+  s.push('End to end: `record()` (one journal append, the request path) for every row, the background writer moving sealed segments into the database, until `flush()` returns. Statement alone: `writeUsageBatch` (raw insert + hourly rollup in one statement) in 2,000-row batches.');
+  s.push('');
+  s.push(
+    table(
+      ['database', 'rows', 'end to end rows/s', 'statement alone rows/s', 'record() µs/row', 'rows stored'],
+      r.ledger.map((l) => [l.backend, l.rows.toLocaleString('en-US'), l.endToEnd.toFixed(0), l.statement.toFixed(0), l.recordMicros.toFixed(1), l.stored.toLocaleString('en-US')]),
+    ),
+  );
+  s.push('');
+
+  s.push('## Usage report');
+  s.push('');
+  if (!r.report) s.push('Not measured in this run (needs Postgres).');
+  else {
+    const { seed, latency } = r.report;
+    s.push(
+      `\`bench/seed-ledger.ts\` wrote ${seed.rows.toLocaleString('en-US')} rows (${seed.projects} projects in ${seed.organizations} organizations, ${seed.models} models, evenly over ${seed.from.toISOString()} – ${seed.to.toISOString()}) with generate_series straight into usage_events, then usage_hourly from exactly those rows (${seed.hourlyRows.toLocaleString('en-US')} rollup rows) in ${seed.seconds.toFixed(0)} s (${Object.entries(seed.phases)
+        .map(([k, v]) => `${k} ${v.toFixed(0)} s`)
+        .join(', ')}). The range is 30 days ending 7 minutes after an hour, so both edges are read from raw rows.`,
+    );
+    s.push('');
+    s.push(
+      table(
+        ['query', 'requests', 'p50 ms', 'p99 ms', 'max ms', 'requests counted'],
+        [
+          ['`GET /api/business/v1/customer/usage`, one project, 30 days (HTTP, through the gateway)', latency.project.count, ms(latency.project.p50), ms(latency.project.p99), ms(latency.project.max), latency.projectRows.toLocaleString('en-US')],
+          ['organization-wide, whole hours from usage_hourly (SQL directly; there is no organization endpoint)', latency.organization.count, ms(latency.organization.p50), ms(latency.organization.p99), ms(latency.organization.max), latency.organizationRows.toLocaleString('en-US')],
+        ],
+      ),
+    );
+  }
+  s.push('');
+
+  s.push('## Image edit memory');
+  s.push('');
+  if (!r.imageEdit) s.push('Not measured in this run (`bench/image-edit-memory.ts` absent).');
+  else s.push(`\`bench/image-edit-memory.ts\` (exit ${r.imageEdit.code}):`, '', '```', r.imageEdit.output, '```');
+  s.push('');
+
+  if (r.profile) {
+    s.push(`## Profile: ${r.profile.target} at saturation`);
+    s.push('');
+    s.push(`\`node --cpu-prof\` over ${r.profile.seconds} s of JSON load (${r.profile.samples} busy samples; percentages of busy time).`);
+    s.push('');
+    s.push(table(['self %', 'total %', 'function', 'where'], r.profile.self.slice(0, 20).map((h) => [h.selfPct.toFixed(1), h.totalPct.toFixed(1), `\`${h.name}\``, h.where])));
+    s.push('');
+    s.push('Inclusive, gateway code only:');
+    s.push('');
+    s.push(
+      table(
+        ['total %', 'self %', 'function', 'where'],
+        r.profile.inclusive
+          .filter((h) => h.where.startsWith('gateway/'))
+          .slice(0, 15)
+          .map((h) => [h.totalPct.toFixed(1), h.selfPct.toFixed(1), `\`${h.name}\``, h.where]),
+      ),
+    );
+    s.push('');
+  }
+
+  if (r.notes.length) {
+    s.push('## Notes');
+    s.push('');
+    for (const n of r.notes) s.push(`- ${n}`);
+    s.push('');
+  }
+  s.push('`npm run bench:smoke` runs every scenario for about a second (and 10,000 seeded rows instead of 10 million) from `.ci/run`; it checks that the harness ran, not how fast.');
+  s.push('');
+  return s.join('\n');
+}

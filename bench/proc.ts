@@ -1,0 +1,163 @@
+// Child servers for the benchmark and what the kernel says about them: CPU time, peak RSS, open fds.
+import { execFileSync, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+
+export interface ServerProc {
+  name: string;
+  pid: number;
+  url: string;
+  proc: ChildProcess;
+  /** The last lines the process printed (bounded). */
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+export interface SpawnOptions {
+  name: string;
+  args: string[];
+  env?: Record<string, string>;
+  /** GET this URL until it answers (any status) to know the server is up. */
+  readyUrl: string;
+  url: string;
+  timeoutMs?: number;
+}
+
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const port = (srv.address() as { port: number }).port;
+  srv.close();
+  await once(srv, 'close');
+  return port;
+}
+
+/** Starts `node <args>` and waits until readyUrl answers. */
+export async function spawnServer(opts: SpawnOptions): Promise<ServerProc> {
+  const proc = spawn(process.execPath, opts.args, {
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let tail = '';
+  const keep = (d: Buffer) => {
+    tail = (tail + d.toString()).slice(-8000);
+  };
+  proc.stdout!.on('data', keep);
+  proc.stderr!.on('data', keep);
+  let exited = false;
+  proc.once('exit', () => {
+    exited = true;
+  });
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
+  for (;;) {
+    if (exited) throw new Error(`${opts.name} exited during start:\n${tail}`);
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`${opts.name} did not start in time:\n${tail}`);
+    }
+    try {
+      const res = await fetch(opts.readyUrl, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return {
+    name: opts.name,
+    pid: proc.pid!,
+    url: opts.url,
+    proc,
+    logs: () => tail,
+    async stop() {
+      if (exited) return;
+      const done = once(proc, 'exit');
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      await done;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** User + system CPU seconds the process has used so far (/proc/<pid>/stat utime + stime). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+/** VmHWM (peak RSS) and VmRSS in bytes. */
+export function memory(pid: number): { peakRss: number; rss: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+  return { peakRss: kb('VmHWM'), rss: kb('VmRSS') };
+}
+
+/** Resets VmHWM to the current RSS, so the next peak belongs to the next scenario (Linux ≥ 4.0). */
+export function resetPeakRss(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function openFds(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds and peak RSS of a process over a measured window. */
+export class ProcWindow {
+  private readonly pid: number;
+  private readonly cpu0: number;
+  private readonly t0: number;
+  private maxFds = 0;
+  private maxRss = 0;
+  private readonly sampler: NodeJS.Timeout;
+
+  constructor(pid: number) {
+    this.pid = pid;
+    resetPeakRss(pid);
+    this.cpu0 = cpuSeconds(pid);
+    this.t0 = performance.now();
+    this.sampler = setInterval(() => this.sample(), 200);
+    this.sampler.unref();
+  }
+
+  private sample(): void {
+    try {
+      this.maxFds = Math.max(this.maxFds, openFds(this.pid));
+      this.maxRss = Math.max(this.maxRss, memory(this.pid).rss);
+    } catch {
+      // the process ended; the window's end reports it
+    }
+  }
+
+  end(): { cpuSeconds: number; wallSeconds: number; peakRss: number; maxFds: number } {
+    clearInterval(this.sampler);
+    this.sample();
+    const cpu = cpuSeconds(this.pid) - this.cpu0;
+    const peak = memory(this.pid).peakRss;
+    return { cpuSeconds: cpu, wallSeconds: (performance.now() - this.t0) / 1000, peakRss: Math.max(peak, this.maxRss), maxFds: this.maxFds };
+  }
+}
+
+/** Whole-machine busy CPU seconds (all cores) from /proc/stat, to see whether the machine was saturated. */
+export function machineBusySeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = line[3] + line[4];
+  const total = line.slice(0, 8).reduce((a, b) => a + b, 0);
+  return (total - idle) / CLK_TCK;
+}

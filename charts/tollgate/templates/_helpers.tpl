@@ -1,0 +1,70 @@
+{{/* Names and labels shared by every object of the release. */}}
+
+{{- define "tollgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "tollgate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "tollgate.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "tollgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tollgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "tollgate.labels" -}}
+helm.sh/chart: {{ include "tollgate.chart" . }}
+{{ include "tollgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: tollgate
+{{- end }}
+
+{{/* The namespace whose tollgate.dev resources the operator compiles and where the snapshot Secrets live. */}}
+{{- define "tollgate.watchNamespace" -}}
+{{- default .Release.Namespace .Values.operator.watchNamespace }}
+{{- end }}
+
+{{- define "tollgate.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- define "tollgate.operator.serviceAccountName" -}}
+{{- default (printf "%s-operator" (include "tollgate.fullname" .)) .Values.operator.serviceAccount.name }}
+{{- end }}
+
+{{- define "tollgate.gateway.serviceAccountName" -}}
+{{- default (printf "%s-gateway" (include "tollgate.fullname" .)) .Values.gateway.serviceAccount.name }}
+{{- end }}
+
+{{/* Pod-level hardening shared by both Deployments: non-root, no privilege escalation, runtime seccomp. */}}
+{{- define "tollgate.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "tollgate.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: [ALL]
+{{- end }}

@@ -1,0 +1,69 @@
+// Field shapes shared by the five kinds: names, references, prices, and the status every kind carries.
+import { int, list, obj, str, type Schema } from './openapi.ts';
+
+export const GROUP = 'tollgate.dev';
+export const VERSION = 'v1alpha1';
+export const CATEGORY = 'tollgate';
+
+// DNS-1123 subdomain: what metadata.name accepts, so a reference can name any object of the kind.
+const DNS_SUBDOMAIN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+
+// The snapshot's id alphabet (gateway/snapshot/schema.ts `slug`): projects land there verbatim.
+export const SLUG = '^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$';
+
+// Exact decimals as strings: a YAML float (2.5) would be rounded on its way through JSON.
+export const DECIMAL = '^[0-9]+(\\.[0-9]+)?$';
+
+export function name(description: string): Schema {
+  return str(description, { minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN });
+}
+
+export function decimal(description: string): Schema {
+  return str(`${description} A decimal string such as "2.5" (quote it in YAML so it stays exact).`, { maxLength: 32, pattern: DECIMAL });
+}
+
+/** A reference to another tollgate object of `kind` in the same namespace. */
+export function localRef(kind: string, description: string): Schema {
+  return obj(description, { name: name(`Name of the ${kind} in this namespace.`) }, ['name']);
+}
+
+export function secretKeyRef(description: string): Schema {
+  return obj(description, {
+    name: name('Name of the Secret in this namespace.'),
+    key: str('Key within the Secret whose value is used.', { minLength: 1, maxLength: 253, pattern: '^[-._a-zA-Z0-9]+$' }),
+  }, ['name', 'key']);
+}
+
+// metav1.Condition, field for field, so kubectl wait --for=condition=Ready and kstatus tooling work.
+const condition = obj(
+  'Condition contains details for one aspect of the current state of this resource.',
+  {
+    type: str('Type of condition in CamelCase: Ready (compiled into the snapshot) or Applied (served by the gateway pods).', {
+      maxLength: 316,
+      pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
+    }),
+    status: str('Status of the condition: True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
+    observedGeneration: int('The .metadata.generation the condition was set from.', { minimum: 0 }),
+    lastTransitionTime: str('Last time the condition changed from one status to another.', { format: 'date-time' }),
+    reason: str('Programmatic CamelCase identifier of the last transition, e.g. PricingGroupNotFound.', {
+      minLength: 1,
+      maxLength: 1024,
+      pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
+    }),
+    message: str('Human-readable detail of the last transition, e.g. which reference is missing.', { maxLength: 32768 }),
+  },
+  ['type', 'status', 'lastTransitionTime', 'reason', 'message'],
+);
+
+/** Status fields every kind has; `extra` adds the kind's own (e.g. the ApiKey's Secret name). */
+export function status(extra: Record<string, Schema> = {}): Schema {
+  return obj('Observed state, written by the tollgate operator. Read-only for users.', {
+    observedGeneration: int('The .metadata.generation the operator last reconciled.', { minimum: 0 }),
+    conditions: list('Ready: compiled into the gateway snapshot (False with a reason when a reference is missing or invalid). Applied: how many gateway pods serve this generation, e.g. "3/3 pods serve generation 7".', condition, {
+      maxItems: 8,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['type'],
+    }),
+    ...extra,
+  });
+}

@@ -1,0 +1,28 @@
+import { decimal, status } from '../common.ts';
+import { AGE_COLUMN, APPLIED_COLUMN, READY_COLUMN, REASON_COLUMN, type KindDefinition } from '../crd.ts';
+import { list, obj, str } from '../openapi.ts';
+
+export const organization: KindDefinition = {
+  kind: 'Organization',
+  plural: 'organizations',
+  singular: 'organization',
+  shortNames: ['tgorg'],
+  description: 'Organization is a tenant: the models its ApiKeys may call and an optional discount. Usage is reported per organization, project and model.',
+  spec: obj('Desired state of the Organization.', {
+    models: list('Model ids this organization may call: an exact id (openai/gpt-4o), a prefix ending in * ("openai/*") or everything ("*"). Empty: none.', str('Model id or pattern.', {
+      minLength: 1,
+      maxLength: 200,
+      pattern: '^(\\*|[A-Za-z0-9][A-Za-z0-9._:/@-]*\\*?)$',
+    }), { maxItems: 1000, 'x-kubernetes-list-type': 'set' }),
+    discount: decimal('Overrides every PricingGroup discount for this organization, e.g. "0.9" for 10% off.'),
+  }),
+  status: status(),
+  columns: [
+    { name: 'Models', type: 'string', jsonPath: '.spec.models', description: 'Models this organization may call.' },
+    { name: 'Discount', type: 'string', jsonPath: '.spec.discount', description: 'Discount override (empty: the pricing groups\' own).' },
+    READY_COLUMN,
+    REASON_COLUMN,
+    APPLIED_COLUMN,
+    AGE_COLUMN,
+  ],
+};

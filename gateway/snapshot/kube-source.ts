@@ -1,0 +1,203 @@
+// Cluster mode: the snapshot comes from the operator's Secrets, read through the Kubernetes API with a watch.
+// A new snapshot is assembled from the manifest and its key shards, every part's checksum verified, validated
+// with parseSnapshot and only then switched to; anything less keeps the last good snapshot serving. The pod
+// reports the snapshot generation it serves on its own Lease, which the operator counts (condition Applied).
+import { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { V1Lease } from '@kubernetes/client-node';
+import { hostname } from 'node:os';
+import type { Logger } from './file-source.ts';
+import type { SnapshotHolder } from './holder.ts';
+import { Informer, shareConnections, statusOf } from './kube-informer.ts';
+import type { KeyShard, SnapshotKey, SnapshotManifest } from './kube-format.ts';
+import { GATEWAY_REPORT_LABEL, gatewayLeaseName, gunzipBase64, MANIFEST_SECRET, SERVED_GENERATION_ANNOTATION, SERVED_VERSION_ANNOTATION, sha256, SNAPSHOT_LABEL } from './kube-format.ts';
+import { compileSnapshot } from './runtime.ts';
+import { parseSnapshot } from './validate.ts';
+
+export interface KubeSourceOptions {
+  holder: SnapshotHolder;
+  log: Logger;
+  /** Defaults: in-cluster config when KUBERNETES_SERVICE_HOST is set, else KUBECONFIG / ~/.kube/config. */
+  kubeConfig?: KubeConfig;
+  /** Defaults: $POD_NAMESPACE, then the kubeconfig context's namespace, then "default". */
+  namespace?: string;
+  /** Defaults: $POD_NAME, then the hostname. */
+  podName?: string;
+  /** The report Lease is renewed this often (default 5 s) and counts as gone after leaseDurationSeconds (15). */
+  reportEveryMs?: number;
+  leaseDurationSeconds?: number;
+  informer?: { relistMs?: number; lastSeenLimitMs?: number; backoffBaseMs?: number; backoffMaxMs?: number };
+}
+
+export interface KubeSource {
+  namespace: string;
+  podName: string;
+  /** Resolves when the first snapshot is being served. */
+  loaded: Promise<void>;
+  /** True while the watch on the snapshot Secrets is open. */
+  connected(): boolean;
+  close(): Promise<void>;
+}
+
+interface SecretLike {
+  metadata?: { name?: string; resourceVersion?: string };
+  data?: Record<string, string>;
+}
+
+export function defaultKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  if (process.env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export function startKubeSource(o: KubeSourceOptions): KubeSource {
+  const kc = shareConnections(o.kubeConfig ?? defaultKubeConfig());
+  const namespace = o.namespace ?? process.env.POD_NAMESPACE ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+  const podName = o.podName ?? process.env.POD_NAME ?? hostname();
+  const core = kc.makeApiClient(CoreV1Api);
+  const leases = kc.makeApiClient(CoordinationV1Api);
+  const shardCache = new Map<string, SnapshotKey[]>();
+  let rejectedVersion = '';
+  let waitingFor = '';
+  let pending: NodeJS.Immediate | undefined;
+  let markLoaded: () => void = () => {};
+  const loaded = new Promise<void>((resolve) => (markLoaded = resolve));
+
+  const informer = new Informer<SecretLike>({
+    name: 'snapshot-secrets',
+    kc,
+    path: `/api/v1/namespaces/${namespace}/secrets`,
+    labelSelector: SNAPSHOT_LABEL,
+    list: () => core.listNamespacedSecret({ namespace, labelSelector: SNAPSHOT_LABEL }) as Promise<{ items: SecretLike[] }>,
+    log: o.log,
+    ...o.informer,
+    onChange: () => {
+      pending ??= setImmediate(() => {
+        pending = undefined;
+        assemble();
+      });
+    },
+  });
+
+  const text = (s: SecretLike | undefined, key: string) => (s?.data?.[key] === undefined ? undefined : Buffer.from(s.data[key], 'base64').toString('utf8'));
+
+  function wait(why: string): void {
+    if (waitingFor !== why) o.log.info({ namespace, reason: why }, 'snapshot incomplete; still serving the last good one');
+    waitingFor = why;
+  }
+
+  function assemble(): void {
+    const manifestText = text(informer.get(MANIFEST_SECRET), 'manifest.json');
+    const baseText = text(informer.get(MANIFEST_SECRET), 'base.json');
+    if (!manifestText || !baseText) return wait(`Secret ${MANIFEST_SECRET} not found`);
+    let manifest: SnapshotManifest;
+    try {
+      manifest = JSON.parse(manifestText) as SnapshotManifest;
+    } catch {
+      return wait(`Secret ${MANIFEST_SECRET} holds no valid manifest`);
+    }
+    if (o.holder.current?.version === manifest.version || manifest.version === rejectedVersion) return;
+    if (sha256(baseText) !== manifest.baseChecksum) return wait(`base of ${manifest.version} does not match its checksum`);
+    const keys: SnapshotKey[] = [];
+    const used = new Set<string>();
+    for (const sh of manifest.shards) {
+      let shardKeys = shardCache.get(sh.checksum);
+      if (!shardKeys) {
+        const data = informer.get(sh.name)?.data?.['keys.json.gz'];
+        if (!data) return wait(`shard ${sh.name} of ${manifest.version} not there yet`);
+        const json = gunzipBase64(data);
+        // Shards are written before the manifest: a mismatch is a shard that is newer or older than it.
+        if (sha256(json) !== sh.checksum) return wait(`shard ${sh.name} does not match manifest ${manifest.version} yet`);
+        shardKeys = (JSON.parse(json) as KeyShard).keys;
+        shardCache.set(sh.checksum, shardKeys);
+      }
+      used.add(sh.checksum);
+      for (const k of shardKeys) keys.push(k);
+    }
+    for (const sum of shardCache.keys()) if (!used.has(sum)) shardCache.delete(sum);
+    if (sha256(`${manifest.baseChecksum}|${manifest.shards.map((s) => s.checksum).join(',')}`) !== manifest.version) {
+      rejectedVersion = manifest.version;
+      o.log.error({ version: manifest.version }, 'snapshot checksum mismatch; still serving the last good snapshot');
+      return;
+    }
+    try {
+      const base = JSON.parse(baseText) as Record<string, unknown>;
+      const snap = parseSnapshot({ ...base, apiKeys: keys, version: manifest.version, generation: manifest.generation }, `Secret ${namespace}/${MANIFEST_SECRET}`);
+      o.holder.set(compileSnapshot(snap, { warn: (m) => o.log.warn({ namespace }, m) }));
+    } catch (err) {
+      rejectedVersion = manifest.version;
+      o.log.error({ version: manifest.version, err: (err as Error).message }, 'snapshot rejected; still serving the last good snapshot');
+      return;
+    }
+    waitingFor = '';
+    o.log.info({ version: manifest.version, generation: manifest.generation, keys: keys.length }, 'snapshot loaded from the cluster');
+    markLoaded();
+    void report();
+  }
+
+  // The report Lease: renewed periodically, and at once when the served snapshot changes.
+  const leaseName = gatewayLeaseName(podName);
+  const duration = o.leaseDurationSeconds ?? 15;
+  let lease: V1Lease | undefined;
+  let reporting: Promise<void> | undefined;
+  let reportAgain = false;
+  let closed = false;
+  async function reportOnce(): Promise<void> {
+    const snap = o.holder.current;
+    const annotations = { [SERVED_GENERATION_ANNOTATION]: String(snap?.generation ?? -1), [SERVED_VERSION_ANNOTATION]: snap?.version ?? '' };
+    const spec = { holderIdentity: podName, leaseDurationSeconds: duration, renewTime: new Date() };
+    const labels = { [GATEWAY_REPORT_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate' };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        if (!lease) {
+          try {
+            lease = await leases.readNamespacedLease({ namespace, name: leaseName });
+          } catch (err) {
+            if (statusOf(err) !== 404) throw err;
+            lease = await leases.createNamespacedLease({ namespace, body: { metadata: { name: leaseName, labels, annotations }, spec } });
+            return;
+          }
+        }
+        lease = await leases.replaceNamespacedLease({ namespace, name: leaseName, body: { ...lease, metadata: { ...lease.metadata, labels: { ...lease.metadata?.labels, ...labels }, annotations: { ...lease.metadata?.annotations, ...annotations } }, spec: { ...lease.spec, ...spec } } });
+        return;
+      } catch (err) {
+        lease = undefined;
+        if (statusOf(err) !== 409) throw err;
+      }
+    }
+  }
+  async function report(): Promise<void> {
+    if (closed) return;
+    if (reporting) {
+      reportAgain = true;
+      return reporting;
+    }
+    reporting = reportOnce()
+      .catch((err: unknown) => o.log.warn({ err: (err as Error).message }, 'could not report the served snapshot'))
+      .finally(() => {
+        reporting = undefined;
+        if (reportAgain) {
+          reportAgain = false;
+          void report();
+        }
+      });
+    return reporting;
+  }
+  const renew = setInterval(() => void report(), o.reportEveryMs ?? 5000);
+  renew.unref();
+
+  void informer.start();
+  return {
+    namespace,
+    podName,
+    loaded,
+    connected: () => informer.connected,
+    async close() {
+      closed = true;
+      clearInterval(renew);
+      if (pending) clearImmediate(pending);
+      informer.stop();
+      await reporting;
+    },
+  };
+}

@@ -1,0 +1,48 @@
+// The admin port (default 9464): /metrics in Prometheus text format, kept off the API port so it is never exposed
+// with the API. Plain node:http: a scrape must work even when the API server is saturated or draining.
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { once } from 'node:events';
+import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+
+export interface AdminServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export interface AdminLogger {
+  error(obj: object, msg?: string): void;
+}
+
+export async function startAdminServer(opts: { port: number; host?: string; prometheus: PrometheusExporter; log?: AdminLogger }): Promise<AdminServer | undefined> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/metrics') {
+      opts.prometheus.getMetricsRequestHandler(req, res);
+      return;
+    }
+    if (req.method === 'GET' && path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: the admin port serves /metrics\n');
+  });
+  server.listen(opts.port, opts.host ?? '0.0.0.0');
+  try {
+    await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err as Error))]);
+  } catch (err) {
+    // Metrics are not worth refusing traffic for: the API keeps serving and the failure is logged.
+    opts.log?.error({ err: (err as Error).message, port: opts.port }, 'admin (metrics) server could not listen');
+    server.close();
+    return undefined;
+  }
+  const addr = server.address() as { port: number };
+  return {
+    url: `http://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${addr.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

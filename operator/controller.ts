@@ -1,0 +1,354 @@
+// The reconcile loop: informers feed one level-triggered, idempotent pass that compiles the whole namespace,
+// writes what changed, issues key Secrets, keeps the revocation finalizer, and brings every status up to date.
+// Writes happen only while `isLeader()` says so.
+import type { V1Lease } from '@kubernetes/client-node';
+import { generateApiKey } from '../gateway/auth/api-key.ts';
+import { GATEWAY_REPORT_LABEL, SNAPSHOT_LABEL } from '../gateway/snapshot/kube-format.ts';
+import type { Compiled, World } from './compile.ts';
+import { compile, CompileMemo } from './compile.ts';
+import type { Logger } from '../gateway/snapshot/kube-informer.ts';
+import { Informer, quietLogger } from '../gateway/snapshot/kube-informer.ts';
+import type { ApiKeySpec, Kind, Resource, SecretObject } from './kinds.ts';
+import { API_KEY_LABEL, API_VERSION, FINALIZER, KIND_NAMES, keySecretName, refOf } from './kinds.ts';
+import type { KubeClient } from './kube.ts';
+import { statusOf } from './kube.ts';
+import type { WriteResult, WriterOptions } from './snapshot-writer.ts';
+import { SnapshotWriter } from './snapshot-writer.ts';
+import { desiredStatus, livePods, sameStatus, statusKey } from './status.ts';
+import type { OperatorMetrics } from '../gateway/telemetry/operator-metrics.ts';
+
+export interface ControllerOptions {
+  client: KubeClient;
+  log?: Logger;
+  isLeader?: () => boolean;
+  writer?: WriterOptions;
+  /** Full reconcile this often even without events (default 30 s): lease expiry, clock-driven expiry. */
+  resyncMs?: number;
+  /** Informer tuning (tests shorten these). */
+  informer?: { relistMs?: number; lastSeenLimitMs?: number; backoffBaseMs?: number; backoffMaxMs?: number };
+  statusConcurrency?: number;
+  /** Reconcile, snapshot and invalid-resource metrics (docs/observability.md). */
+  metrics?: OperatorMetrics;
+  /** Coalesces bursts of events into one pass. */
+  debounceMs?: number;
+}
+
+export interface ControllerStats {
+  reconciles: number;
+  snapshotWrites: number;
+  statusWrites: number;
+  statusWritesByKind: Partial<Record<Kind, number>>;
+  keysIssued: number;
+  events: number;
+  lastWrite: WriteResult | undefined;
+  lastReconcileMs: number;
+  lastError: string | undefined;
+}
+
+const NO_EVENT_REASONS = new Set(['Issuing', 'Disabled', 'Expired', 'Compiled', 'Issued']);
+
+export class Controller {
+  private readonly client: KubeClient;
+  private readonly log: Logger;
+  private readonly isLeader: () => boolean;
+  readonly writer: SnapshotWriter;
+  private readonly memo = new CompileMemo();
+  readonly informers: Record<Kind, Informer<Resource>>;
+  readonly secrets: Informer<SecretObject>;
+  readonly leases: Informer<V1Lease>;
+  private readonly o: ControllerOptions;
+  private timer: NodeJS.Timeout | undefined;
+  private resync: NodeJS.Timeout | undefined;
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private started = false;
+  private recovered = false;
+  private readonly statusQueue = new Map<string, { kind: Kind; name: string; status: Record<string, unknown> }>();
+  private statusWorkers = 0;
+  private readonly inFlight = new Set<string>();
+  private readonly sentStatus = new Map<string, string>();
+  private readonly settled = new Map<string, string>();
+  private readonly eventsSent = new Set<string>();
+  private idleWaiters: (() => void)[] = [];
+  last: Compiled | undefined;
+  readonly stats: ControllerStats = { reconciles: 0, snapshotWrites: 0, statusWrites: 0, statusWritesByKind: {}, keysIssued: 0, events: 0, lastWrite: undefined, lastReconcileMs: 0, lastError: undefined };
+
+  constructor(o: ControllerOptions) {
+    this.o = o;
+    this.client = o.client;
+    this.log = o.log ?? quietLogger;
+    this.isLeader = o.isLeader ?? (() => true);
+    this.writer = new SnapshotWriter(o.client, o.writer);
+    const common = { kc: o.client.kc, log: this.log, ...o.informer };
+    const onChange = () => this.schedule();
+    this.informers = Object.fromEntries(
+      KIND_NAMES.map((kind) => [kind, new Informer<Resource>({ ...common, name: kind, path: o.client.crPath(kind), list: () => o.client.listResources(kind), onChange })]),
+    ) as Record<Kind, Informer<Resource>>;
+    this.secrets = new Informer<SecretObject>({
+      ...common,
+      name: 'Secret',
+      path: `/api/v1/namespaces/${o.client.namespace}/secrets`,
+      list: () => o.client.listSecrets(),
+      // Our own snapshot writes come back as events; they need no reconcile.
+      onChange: (type, obj, old) => {
+        if (type === 'sync' || !(obj?.metadata.labels?.[SNAPSHOT_LABEL] ?? old?.metadata.labels?.[SNAPSHOT_LABEL])) this.schedule();
+      },
+    });
+    this.leases = new Informer<V1Lease>({
+      ...common,
+      name: 'Lease',
+      path: `/apis/coordination.k8s.io/v1/namespaces/${o.client.namespace}/leases`,
+      labelSelector: `${GATEWAY_REPORT_LABEL}=true`,
+      list: () => o.client.listLeases(`${GATEWAY_REPORT_LABEL}=true`),
+      onChange: () => this.schedule(),
+    });
+  }
+
+  async start(): Promise<void> {
+    this.started = true;
+    await Promise.all([...Object.values(this.informers).map((i) => i.start()), this.secrets.start(), this.leases.start()]);
+    this.resync = setInterval(() => this.schedule(), this.o.resyncMs ?? 30_000);
+    this.resync.unref();
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.started = false;
+    clearTimeout(this.timer);
+    clearInterval(this.resync);
+    clearTimeout(this.expiryTimer);
+    for (const i of Object.values(this.informers)) i.stop();
+    this.secrets.stop();
+    this.leases.stop();
+    await this.running;
+  }
+
+  /** Resolves when no reconcile is pending or running and the status queue is empty (tests). */
+  idle(): Promise<void> {
+    if (!this.timer && !this.running && this.statusQueue.size === 0 && this.statusWorkers === 0 && this.inFlight.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private checkIdle(): void {
+    if (!this.timer && !this.running && this.statusQueue.size === 0 && this.statusWorkers === 0 && this.inFlight.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  schedule(delay = this.o.debounceMs ?? 5): void {
+    if (!this.started) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.reconcile().finally(() => {
+        this.running = undefined;
+        if (this.again) {
+          this.again = false;
+          this.schedule();
+        } else this.checkIdle();
+      });
+    }, delay);
+  }
+
+  private world(): World {
+    const list = <S>(k: Kind) => this.informers[k].list() as Resource<S>[];
+    return {
+      providers: list('Provider'),
+      pricingGroups: list('PricingGroup'),
+      models: list('Model'),
+      organizations: list('Organization'),
+      apiKeys: list('ApiKey'),
+      secret: (name) => this.secrets.get(name),
+    };
+  }
+
+  private async reconcile(): Promise<void> {
+    if (!this.isLeader() || !this.started) return;
+    const t0 = performance.now();
+    this.stats.reconciles++;
+    try {
+      const now = Date.now();
+      const c = compile(this.world(), now, this.memo);
+      this.last = c;
+      this.countInvalid(c);
+      for (const r of c.needsKeySecret) this.issueKey(r);
+      for (const r of this.informers.ApiKey.list()) {
+        if (!r.metadata.deletionTimestamp && !(r.metadata.finalizers ?? []).includes(FINALIZER)) this.setFinalizers(r, [...(r.metadata.finalizers ?? []), FINALIZER]);
+      }
+      if (!this.recovered) {
+        this.writer.recover(this.secrets.list().filter((s) => s.metadata.labels?.[SNAPSHOT_LABEL]));
+        this.recovered = true;
+      }
+      if (!this.isLeader()) return;
+      const w = await this.writer.write(c);
+      this.stats.lastWrite = w;
+      if (w.shards.length > 0) this.o.metrics?.snapshotWritten(w.shards.reduce((n, sh) => n + sh.bytes, 0), w.shards.length, c.keys.size);
+      if (w.written) {
+        this.stats.snapshotWrites++;
+        this.log.info({ generation: w.generation, version: w.version, shardsWritten: w.shardsWritten, shards: w.shards.length, keys: c.keys.size }, 'snapshot written');
+      }
+      if (w.rejectedKeys.size) this.log.error({ rejected: Object.fromEntries(w.rejectedKeys) }, 'the snapshot schema rejected keys the compiler accepted; nothing written');
+      // The snapshot in the cluster no longer holds deleting keys: their finalizer may go.
+      else {
+        for (const r of this.informers.ApiKey.list()) {
+          if (r.metadata.deletionTimestamp && (r.metadata.finalizers ?? []).includes(FINALIZER)) this.setFinalizers(r, (r.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
+        }
+      }
+      this.updateStatuses(c, now);
+      clearTimeout(this.expiryTimer);
+      if (c.nextExpiry !== undefined) {
+        this.expiryTimer = setTimeout(() => this.schedule(0), Math.min(2 ** 31 - 1, Math.max(0, c.nextExpiry - Date.now() + 5)));
+        this.expiryTimer.unref();
+      }
+      this.stats.lastError = undefined;
+    } catch (err) {
+      this.stats.lastError = (err as Error).message;
+      this.log.error({ err: (err as Error).message, status: statusOf(err) }, 'reconcile failed; retrying');
+      setTimeout(() => this.schedule(), 500).unref();
+    } finally {
+      this.stats.lastReconcileMs = performance.now() - t0;
+      this.o.metrics?.reconciled('Snapshot', this.stats.lastError === undefined ? 'success' : 'error', this.stats.lastReconcileMs / 1000);
+    }
+  }
+
+  private countInvalid(c: Compiled): void {
+    const m = this.o.metrics;
+    if (!m) return;
+    const invalid = new Map<Kind, number>(KIND_NAMES.map((k) => [k, 0]));
+    for (const v of c.verdicts.values()) if (!v.ready && !NO_EVENT_REASONS.has(v.reason)) invalid.set(v.kind, invalid.get(v.kind)! + 1);
+    for (const [kind, n] of invalid) m.invalidResources(kind, n);
+  }
+
+  private updateStatuses(c: Compiled, now: number): void {
+    const pods = livePods(this.leases.list(), now);
+    const podsKey = pods.map((p) => `${p.name}=${p.generation}`).sort().join(',');
+    if (this.settled.size > 2 * KIND_NAMES.reduce((n, k) => n + this.informers[k].size, 0) + 1000) this.settled.clear();
+    const stamp = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
+    for (const kind of KIND_NAMES) {
+      for (const r of this.informers[kind].list()) {
+        if (r.metadata.deletionTimestamp) continue;
+        const ref = refOf(kind, r.metadata.name);
+        const v = c.verdicts.get(ref);
+        if (v && !v.ready && !NO_EVENT_REASONS.has(v.reason)) this.warn(kind, r, v.reason, v.message);
+        // Nothing that decides this status changed since it was last found current: skip the work (50,000 keys).
+        const inputs = `${r.metadata.resourceVersion}|${v ? `${v.included}|${v.reason}|${v.message}|${v.prefix}` : '-'}|${this.writer.includedSince.get(ref)}|${podsKey}|${this.secrets.get(keySecretName(r.metadata.name))?.metadata.resourceVersion ?? ''}`;
+        if (this.settled.get(ref) === inputs) continue;
+        let extra: Record<string, unknown> = {};
+        if (kind === 'ApiKey') {
+          const secret = this.secrets.get(keySecretName(r.metadata.name));
+          const owned = secret?.metadata.ownerReferences?.some((o) => o.uid === r.metadata.uid);
+          extra = { secretName: owned ? keySecretName(r.metadata.name) : undefined, prefix: v?.prefix ?? r.status?.prefix };
+          if (extra.secretName === undefined) delete extra.secretName;
+          if (extra.prefix === undefined) delete extra.prefix;
+        } else if (kind === 'Model') {
+          // `kubectl get models` shows this joined list: a printer column shows only the first value of a list path.
+          const ups = (r.spec as { upstreams?: { protocol?: string }[] } | undefined)?.upstreams ?? [];
+          const protocols = [...new Set(ups.map((u) => u.protocol).filter((p): p is string => typeof p === 'string'))].join(',');
+          if (protocols) extra = { protocols };
+        }
+        const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, extra, stamp);
+        if (sameStatus(r.status, desired)) {
+          this.sentStatus.delete(ref);
+          this.settled.set(ref, inputs);
+          continue;
+        }
+        this.settled.delete(ref);
+        // Written already and its echo not seen yet: do not write it again.
+        const key = statusKey(desired);
+        if (this.sentStatus.get(ref) === key) continue;
+        this.sentStatus.set(ref, key);
+        this.queueStatus(kind, r.metadata.name, desired);
+      }
+    }
+  }
+
+  private queueStatus(kind: Kind, name: string, status: Record<string, unknown>): void {
+    this.statusQueue.set(refOf(kind, name), { kind, name, status });
+    const max = this.o.statusConcurrency ?? 16;
+    while (this.statusWorkers < max && this.statusWorkers < this.statusQueue.size) {
+      this.statusWorkers++;
+      void this.statusWorker();
+    }
+  }
+
+  private async statusWorker(): Promise<void> {
+    try {
+      while (this.statusQueue.size > 0 && this.isLeader()) {
+        const [ref, job] = this.statusQueue.entries().next().value as [string, { kind: Kind; name: string; status: Record<string, unknown> }];
+        this.statusQueue.delete(ref);
+        try {
+          await this.client.patchStatus(job.kind, job.name, job.status);
+          this.stats.statusWrites++;
+          this.stats.statusWritesByKind[job.kind] = (this.stats.statusWritesByKind[job.kind] ?? 0) + 1;
+        } catch (err) {
+          this.sentStatus.delete(ref);
+          if (statusOf(err) !== 404) {
+            this.log.warn({ resource: ref, err: (err as Error).message }, 'status update failed; the next pass retries');
+            setTimeout(() => this.schedule(), 500).unref();
+          }
+        }
+      }
+    } finally {
+      this.statusWorkers--;
+      this.checkIdle();
+    }
+  }
+
+  private warn(kind: Kind, r: Resource, reason: string, message: string): void {
+    const key = `${r.metadata.uid}|${r.metadata.generation}|${reason}|${message}`;
+    if (this.eventsSent.has(key)) return;
+    if (this.eventsSent.size > 10_000) this.eventsSent.clear();
+    this.eventsSent.add(key);
+    this.stats.events++;
+    this.client.event(kind, r, 'Warning', reason, message).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'event not recorded'));
+  }
+
+  private track(key: string, work: () => Promise<void>): void {
+    if (this.inFlight.has(key)) return;
+    this.inFlight.add(key);
+    void work().finally(() => {
+      this.inFlight.delete(key);
+      this.checkIdle();
+    });
+  }
+
+  /** Generates the key once, into a Secret the ApiKey owns (deleting the ApiKey deletes it). */
+  private issueKey(r: Resource<ApiKeySpec>): void {
+    const name = keySecretName(r.metadata.name);
+    this.track(`issue:${name}`, async () => {
+      if (!this.isLeader()) return;
+      const g = generateApiKey();
+      try {
+        await this.client.createSecret({
+          metadata: {
+            name,
+            labels: { [API_KEY_LABEL]: r.metadata.name, 'app.kubernetes.io/part-of': 'tollgate', 'app.kubernetes.io/managed-by': 'tollgate-operator' },
+            annotations: { 'tollgate.dev/prefix': g.prefix },
+            ownerReferences: [{ apiVersion: API_VERSION, kind: 'ApiKey', name: r.metadata.name, uid: r.metadata.uid!, controller: true, blockOwnerDeletion: true }],
+          },
+          type: 'Opaque',
+          stringData: { key: g.key },
+        });
+        this.stats.keysIssued++;
+      } catch (err) {
+        // 409: it exists already (our cache lags); never overwrite a key.
+        if (statusOf(err) !== 409) this.log.warn({ secret: name, err: (err as Error).message }, 'key Secret not created; the next pass retries');
+      }
+    });
+  }
+
+  private setFinalizers(r: Resource, finalizers: string[]): void {
+    this.track(`finalizer:${r.metadata.name}:${r.metadata.resourceVersion}`, async () => {
+      if (!this.isLeader()) return;
+      try {
+        await this.client.setFinalizers('ApiKey', r.metadata.name, r.metadata.resourceVersion!, finalizers);
+      } catch (err) {
+        // 422 (the resourceVersion test failed) or 404: a newer event is on its way and brings another pass.
+        if (![404, 409, 422].includes(statusOf(err))) this.log.warn({ apiKey: r.metadata.name, err: (err as Error).message }, 'finalizer update failed');
+      }
+    });
+  }
+}

@@ -1,0 +1,71 @@
+// The status every custom resource gets: observedGeneration, Ready (from the compile verdict) and Applied
+// (how many gateway pods serve the generation compiled from it), in metav1.Condition shape.
+import type { V1Lease } from '@kubernetes/client-node';
+import { SERVED_GENERATION_ANNOTATION } from '../gateway/snapshot/kube-format.ts';
+import type { Verdict } from './compile.ts';
+import { stableStringify } from '../gateway/snapshot/runtime.ts';
+import type { Condition, Resource } from './kinds.ts';
+
+export interface GatewayPod {
+  name: string;
+  /** The snapshot generation it serves. */
+  generation: number;
+}
+
+/** Gateway pods whose report Lease is still fresh. */
+export function livePods(leases: V1Lease[], now: number): GatewayPod[] {
+  const pods: GatewayPod[] = [];
+  for (const l of leases) {
+    const renew = l.spec?.renewTime ?? l.spec?.acquireTime;
+    if (!renew) continue;
+    const renewedAt = renew instanceof Date ? renew.getTime() : Date.parse(String(renew));
+    if (renewedAt + (l.spec?.leaseDurationSeconds ?? 15) * 1000 < now) continue;
+    const g = Number(l.metadata?.annotations?.[SERVED_GENERATION_ANNOTATION] ?? NaN);
+    pods.push({ name: l.spec?.holderIdentity ?? l.metadata?.name ?? '?', generation: Number.isFinite(g) ? g : -1 });
+  }
+  return pods;
+}
+
+export function appliedCondition(v: Verdict | undefined, includedSince: number | undefined, generation: number, pods: GatewayPod[]): Omit<Condition, 'lastTransitionTime'> {
+  const base = { type: 'Applied', observedGeneration: generation };
+  if (!v?.included || includedSince === undefined) return { ...base, status: 'False', reason: 'NotInSnapshot', message: 'not in the snapshot: see condition Ready' };
+  if (pods.length === 0) return { ...base, status: 'Unknown', reason: 'NoGatewayPods', message: `0/0 pods serve generation ${generation}` };
+  const serving = pods.filter((p) => p.generation >= includedSince).length;
+  const message = `${serving}/${pods.length} pods serve generation ${generation}`;
+  return serving === pods.length ? { ...base, status: 'True', reason: 'Served', message } : { ...base, status: 'False', reason: 'Propagating', message };
+}
+
+export function readyCondition(v: Verdict | undefined, generation: number): Omit<Condition, 'lastTransitionTime'> {
+  if (!v) return { type: 'Ready', status: 'Unknown', reason: 'Pending', message: 'not compiled yet', observedGeneration: generation };
+  return { type: 'Ready', status: v.ready ? 'True' : 'False', reason: v.reason, message: v.message, observedGeneration: generation };
+}
+
+/** lastTransitionTime moves only when a condition's status flips. */
+export function withTransitions(next: Omit<Condition, 'lastTransitionTime'>[], current: Condition[] | undefined, now: string): Condition[] {
+  return next.map((c) => {
+    const old = current?.find((o) => o.type === c.type);
+    return { ...c, lastTransitionTime: old && old.status === c.status && old.lastTransitionTime ? old.lastTransitionTime : now };
+  });
+}
+
+export function desiredStatus(r: Resource, v: Verdict | undefined, includedSince: number | undefined, pods: GatewayPod[], extra: Record<string, unknown>, now: string): Record<string, unknown> {
+  const generation = r.metadata.generation ?? 0;
+  // Once every pod served this generation it stays Applied: pods that start later load the newest snapshot anyway,
+  // and rewriting 50,000 ApiKeys' status on every gateway scale-up would be a write storm for no news.
+  const current = r.status?.conditions?.find((c) => c.type === 'Applied');
+  const applied = v?.included && current?.status === 'True' && current.observedGeneration === generation ? current : appliedCondition(v, includedSince, generation, pods);
+  const conditions = withTransitions([readyCondition(v, generation), applied], r.status?.conditions, now);
+  return { ...extra, observedGeneration: generation, conditions };
+}
+
+/** Equal apart from lastTransitionTime: then no write is needed. */
+export function sameStatus(current: Resource['status'], desired: Record<string, unknown>): boolean {
+  return statusKey(current ?? {}) === statusKey(desired);
+}
+
+/** Canonical text of a status without lastTransitionTime (key order and timestamps do not count). */
+export function statusKey(status: object): string {
+  const s = status as Record<string, unknown>;
+  const conditions = ((s.conditions as Condition[] | undefined) ?? []).map(({ lastTransitionTime: _t, ...c }) => c);
+  return stableStringify({ ...s, conditions });
+}
