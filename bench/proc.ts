@@ -3,7 +3,6 @@ import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 
@@ -27,15 +26,8 @@ export interface SpawnOptions {
   timeoutMs?: number;
 }
 
-export async function freePort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const port = (srv.address() as { port: number }).port;
-  srv.close();
-  await once(srv, 'close');
-  return port;
-}
+// One free-port finder for tests and benchmarks.
+export { freePort } from '../test/support/child-gateway.ts';
 
 /** Starts `node <args>` and waits until readyUrl answers. */
 export async function spawnServer(opts: SpawnOptions): Promise<ServerProc> {
