@@ -1,6 +1,6 @@
 // Checks a journaled row (read back from a line, or still in memory) for what Postgres would
 // otherwise reject or store wrongly: a bad row must be set aside, not block every batch behind it forever.
-import { parseDecimal } from '../billing/decimal.ts';
+import { isDecimalText } from '../billing/decimal.ts';
 import { TEXT_FIELDS } from './row.ts';
 import type { LedgerRow } from './row.ts';
 
@@ -23,7 +23,8 @@ export function checkRow(value: unknown): LedgerRow {
     if (v.includes('\u0000')) throw new Error(`${f}: contains NUL`);
   }
   if (row.requestId === '') throw new Error('requestId: empty');
-  if (typeof row.occurredAt !== 'number' || !Number.isFinite(new Date(row.occurredAt).getTime())) {
+  // What new Date() accepts: finite and within ±8.64e15 ms.
+  if (typeof row.occurredAt !== 'number' || !(Math.abs(row.occurredAt) <= 8.64e15)) {
     throw new Error('occurredAt: not a time');
   }
   for (const f of COUNT_FIELDS) {
@@ -34,8 +35,9 @@ export function checkRow(value: unknown): LedgerRow {
     if (typeof row[f] !== 'boolean') throw new Error(`${f}: not a boolean`);
   }
   for (const f of ['costPoints', 'originalCost'] as const) {
-    if (typeof row[f] !== 'string') throw new Error(`${f}: not a decimal string`);
-    parseDecimal(row[f]);
+    const v = row[f];
+    if (typeof v !== 'string') throw new Error(`${f}: not a decimal string`);
+    if (!isDecimalText(v)) throw new Error(`${f}: not a non-negative decimal: ${JSON.stringify(v)}`);
   }
   return row as unknown as LedgerRow;
 }
