@@ -38,7 +38,11 @@ export interface LedgerOptions {
 }
 
 export interface Ledger {
-  /** Durable when it returns (one append to the local journal); throws LedgerFullError at the bound. */
+  /**
+   * Durable when it returns (one append to the local journal); throws LedgerFullError at the bound.
+   * The writer may take the row object itself (not a copy) to the database: do not change it, or its
+   * detail, afterwards.
+   */
   record(row: LedgerRow): void;
   health(): JournalHealth;
   usageReport(q: UsageReportQuery): Promise<UsageReport>;
