@@ -12,10 +12,17 @@ function pow10(n: number): bigint {
 
 export const ZERO: Decimal = { units: 0n, scale: 0 };
 
+const DECIMAL_TEXT = /^(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
+
+/** Whether parseDecimal accepts the text, without building the value. */
+export function isDecimalText(text: string): boolean {
+  return DECIMAL_TEXT.test(text.trim());
+}
+
 /** Parses "12", "0.15", "1e-7", "2.5E+3"; rejects anything else (and negatives). */
 export function parseDecimal(text: string | number): Decimal {
   const s = typeof text === 'number' ? numberText(text) : text.trim();
-  const m = /^(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(s);
+  const m = DECIMAL_TEXT.exec(s);
   if (!m) throw new Error(`not a non-negative decimal: ${JSON.stringify(text)}`);
   const frac = m[2] ?? '';
   let units = BigInt(m[1] + frac);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ledgerRow } from '../../test/support/ledger-rows.ts';
-import { parseJournalLine } from './journal-line.ts';
+import { checkRow, parseJournalLine } from './journal-line.ts';
 
 describe('journal line', () => {
   it('reads back the row that was written', () => {
@@ -21,8 +21,10 @@ describe('journal line', () => {
     expect(() => parseJournalLine(JSON.stringify({ ...ledgerRow(), ...patch }))).toThrow(reason);
   });
 
-  it('replaces NUL inside detail instead of losing the row (jsonb cannot hold it)', () => {
-    const row = ledgerRow({ detail: { 'k\u0000': ['x\u0000y', 1] } });
-    expect(parseJournalLine(JSON.stringify(row)).detail).toEqual({ 'k\uFFFD': ['x\uFFFDy', 1] });
+  it('checks a row still in memory the same way', () => {
+    const row = ledgerRow();
+    expect(checkRow(row)).toBe(row);
+    expect(() => checkRow({ ...row, cacheRead: -3 })).toThrow(/cacheRead/);
+    expect(() => checkRow({ ...row, endpoint: 'a\u0000' })).toThrow(/NUL/);
   });
 });

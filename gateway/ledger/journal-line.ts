@@ -1,18 +1,21 @@
-// Reads one journal line back into a LedgerRow, checking what Postgres would otherwise reject
-// (a bad row must be set aside, not block every batch behind it forever).
-import { parseDecimal } from '../billing/decimal.ts';
+// Checks a journaled row (read back from a line, or still in memory) for what Postgres would
+// otherwise reject or store wrongly: a bad row must be set aside, not block every batch behind it forever.
+import { isDecimalText } from '../billing/decimal.ts';
+import { TEXT_FIELDS } from './row.ts';
 import type { LedgerRow } from './row.ts';
 
-const TEXT_FIELDS = [
-  'requestId', 'organization', 'project', 'apiKeyId', 'clientModel', 'modelId', 'provider', 'upstreamModel', 'endpoint',
-] as const;
 const COUNT_FIELDS = ['input', 'output', 'cacheRead', 'cacheWrite', 'reasoning', 'artifacts'] as const;
 const FLAG_FIELDS = ['stream', 'explicitCache', 'estimated'] as const;
 
 /** Throws with a reason when the line is not a row the database will accept. */
 export function parseJournalLine(line: string): LedgerRow {
-  const row = JSON.parse(line) as Record<string, unknown>;
-  if (row === null || typeof row !== 'object') throw new Error('not an object');
+  return checkRow(JSON.parse(line));
+}
+
+/** Returns the row when the database will accept it; throws with a reason when not. */
+export function checkRow(value: unknown): LedgerRow {
+  if (value === null || typeof value !== 'object') throw new Error('not an object');
+  const row = value as Record<string, unknown>;
   for (const f of TEXT_FIELDS) {
     const v = row[f];
     if (typeof v !== 'string') throw new Error(`${f}: not a string`);
@@ -20,7 +23,8 @@ export function parseJournalLine(line: string): LedgerRow {
     if (v.includes('\u0000')) throw new Error(`${f}: contains NUL`);
   }
   if (row.requestId === '') throw new Error('requestId: empty');
-  if (typeof row.occurredAt !== 'number' || !Number.isFinite(new Date(row.occurredAt).getTime())) {
+  // What new Date() accepts: finite and within ±8.64e15 ms.
+  if (typeof row.occurredAt !== 'number' || !(Math.abs(row.occurredAt) <= 8.64e15)) {
     throw new Error('occurredAt: not a time');
   }
   for (const f of COUNT_FIELDS) {
@@ -31,19 +35,9 @@ export function parseJournalLine(line: string): LedgerRow {
     if (typeof row[f] !== 'boolean') throw new Error(`${f}: not a boolean`);
   }
   for (const f of ['costPoints', 'originalCost'] as const) {
-    if (typeof row[f] !== 'string') throw new Error(`${f}: not a decimal string`);
-    parseDecimal(row[f]);
+    const v = row[f];
+    if (typeof v !== 'string') throw new Error(`${f}: not a decimal string`);
+    if (!isDecimalText(v)) throw new Error(`${f}: not a non-negative decimal: ${JSON.stringify(v)}`);
   }
-  // jsonb rejects the \u0000 escape; detail is informational, so replace rather than reject.
-  if (line.includes('\\u0000')) row.detail = withoutNul(row.detail);
   return row as unknown as LedgerRow;
-}
-
-function withoutNul(v: unknown): unknown {
-  if (typeof v === 'string') return v.replaceAll('\u0000', '\uFFFD');
-  if (Array.isArray(v)) return v.map(withoutNul);
-  if (v && typeof v === 'object') {
-    return Object.fromEntries(Object.entries(v).map(([k, x]) => [withoutNul(k) as string, withoutNul(x)]));
-  }
-  return v;
 }

@@ -97,6 +97,74 @@ describe('journal', () => {
     expect(small.committed.map((b) => b.length)).toEqual([20, 20, 5]);
   });
 
+  it('commits up to `writers` batches at once, each segment exactly once, and flush() waits for all', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const gates: (() => void)[] = [];
+    const { journal, committed, files } = await openJournal({
+      segmentRows: 2,
+      batchSize: 2,
+      writers: 2,
+      commit: async (rows) => {
+        most = Math.max(most, ++inFlight);
+        await new Promise<void>((r) => gates.push(r));
+        inFlight--;
+        committed.push(rows);
+        return [];
+      },
+    });
+    const rows = Array.from({ length: 7 }, () => ledgerRow());
+    for (const r of rows) journal.record(r);
+    const flushed = journal.flush();
+    await vi.waitFor(() => expect(gates).toHaveLength(2));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(gates).toHaveLength(2); // no third batch while two are in flight
+    // Release whatever is waiting until flush() is done.
+    let done = false;
+    void flushed.then(() => (done = true));
+    while (!done) {
+      gates.splice(0).forEach((open) => open());
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(most).toBe(2);
+    expect(committed.flat().map((r) => r.requestId).sort()).toEqual(rows.map((r) => r.requestId).sort());
+    expect(files()).toEqual([]);
+    expect(journal.health()).toEqual({ ready: true, journalBytes: 0, pendingRows: 0 });
+  });
+
+  it('puts a failed batch back while another commits, and commits its rows once on retry', async () => {
+    let failNext = true;
+    const { journal, committed, files } = await openJournal({
+      segmentRows: 3,
+      batchSize: 3,
+      writers: 2,
+      commit: async (rows) => {
+        if (failNext) {
+          failNext = false;
+          throw Object.assign(new Error('connection reset'), { code: 'ECONNRESET' });
+        }
+        committed.push(rows);
+        return [];
+      },
+    });
+    const rows = Array.from({ length: 6 }, () => ledgerRow());
+    for (const r of rows) journal.record(r);
+    await vi.waitFor(() => expect(committed.flat()).toHaveLength(6), { timeout: 3_000, interval: 5 });
+    expect(new Set(committed.flat().map((r) => r.requestId)).size).toBe(6);
+    expect(files()).toEqual([]);
+  });
+
+  it('hands the writer the recorded rows from memory, and reads files back only beyond memoryRows', async () => {
+    const { journal, committed } = await openJournal({ segmentRows: 2, batchSize: 2, memoryRows: 4 });
+    const rows = Array.from({ length: 8 }, () => ledgerRow());
+    for (const r of rows) journal.record(r);
+    await journal.flush();
+    const seen = committed.flat();
+    expect(seen).toEqual(rows);
+    // The first two segments fit the budget: the very objects recorded. The rest came from their files.
+    expect(seen.map((r, i) => r === rows[i])).toEqual([true, true, true, true, false, false, false, false]);
+  });
+
   it('retries with growing, jittered delays and commits the rows once the database answers', async () => {
     const attempts: number[] = [];
     let failuresLeft = 4;

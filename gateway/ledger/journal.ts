@@ -2,13 +2,15 @@
 // synchronous write, which survives a kill of the process. Segments are sealed by row count or
 // age, and a background loop moves sealed segments into the database, deleting each only after
 // its rows committed. Segments left by an earlier process are replayed at start; the request id
-// makes every replay exactly once.
+// makes every replay exactly once. Up to `writers` batches (disjoint segments) commit at once, and
+// the rows of recent segments stay in memory for them (within memoryRows), so the writer reads
+// files back only for a backlog or a replay; the files stay the record until the commit.
 import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { LedgerClosedError, LedgerFullError } from './errors.ts';
-import { parseJournalLine } from './journal-line.ts';
+import { checkRow, parseJournalLine } from './journal-line.ts';
 import type { LedgerLogger } from './logger.ts';
 import { DEFAULT_RETRY, retryDelay } from './retry-delay.ts';
 import type { RetryPolicy } from './retry-delay.ts';
@@ -30,6 +32,10 @@ export interface JournalOptions {
   segmentMs: number;
   /** Most rows handed to commit() at once. */
   batchSize: number;
+  /** Batches committing at once, each with its own segments. Default 1. */
+  writers?: number;
+  /** Most rows kept in memory for the writer (beyond them it reads segment files). Default (writers + 2) × batchSize. */
+  memoryRows?: number;
   /** Moves rows into the database; resolves once committed, with the rows it set aside. */
   commit: (rows: LedgerRow[]) => Promise<RejectedRow[]>;
   logger: LedgerLogger;
@@ -48,6 +54,14 @@ interface Segment {
   seq: number;
   bytes: number;
   rows: number;
+  /** The rows as recorded, while within the memory budget; else the writer reads the file. */
+  held?: LedgerRow[];
+}
+
+/** Segments being committed; `settled` resolves (never rejects) with the error, if any. */
+interface Batch {
+  segments: Segment[];
+  settled: Promise<unknown>;
 }
 
 // <12-digit sequence>-<random>.jsonl: sorts in write order; the random part keeps two
@@ -61,7 +75,13 @@ export class Journal {
   private fd = -1;
   private current: Segment | null = null;
   private currentOpenedAt = 0;
+  /** Sealed and not being committed, in write order. */
   private readonly sealed: Segment[] = [];
+  private readonly inFlight = new Set<Batch>();
+  private readonly writers: number;
+  private readonly memoryRows: number;
+  private heldRows = 0;
+  private pumpQueued = false;
   private nextSeq = 1;
   private bytes = 0;
   private rows = 0;
@@ -69,14 +89,14 @@ export class Journal {
   private retryAt = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly roller: NodeJS.Timeout;
-  private looping = false;
-  private tail: Promise<unknown> = Promise.resolve();
   private closed = false;
   private stopped = false;
 
   constructor(opts: JournalOptions) {
     this.opts = opts;
     this.retry = opts.retry ?? DEFAULT_RETRY;
+    this.writers = Math.max(1, opts.writers ?? 1);
+    this.memoryRows = opts.memoryRows ?? (this.writers + 2) * opts.batchSize;
     mkdirSync(opts.dir, { recursive: true });
     this.adoptExistingSegments();
     this.roller = setInterval(() => this.rollByAge(), Math.max(10, opts.segmentMs / 2));
@@ -102,6 +122,7 @@ export class Journal {
       if (code === 'ENOSPC' || code === 'EDQUOT') throw new LedgerFullError('ledger journal: disk full', { cause: err });
       throw err;
     }
+    seg.held?.push(row);
     seg.rows++;
     seg.bytes += line.length;
     this.rows++;
@@ -127,19 +148,18 @@ export class Journal {
   /** Moves everything recorded so far into the database; rejects on the first failed batch. */
   async flush(): Promise<void> {
     this.seal();
-    const last = this.sealed.at(-1)?.seq;
-    if (last === undefined) {
-      await this.tail;
-      return;
-    }
-    while (this.sealed.length > 0 && this.sealed[0].seq <= last) {
-      try {
-        await this.exclusive(() => this.moveBatch());
-        this.succeeded();
-      } catch (err) {
-        this.failed(err);
-        throw err;
-      }
+    let last = this.sealed.at(-1)?.seq ?? 0;
+    for (const b of this.inFlight) for (const seg of b.segments) last = Math.max(last, seg.seq);
+    const waiting = () => this.sealed.length > 0 && this.sealed[0].seq <= last;
+    for (;;) {
+      // Not waiting out a backoff: the caller wants the answer now.
+      if (waiting()) this.launch(true);
+      const mine = [...this.inFlight].filter((b) => b.segments.some((seg) => seg.seq <= last));
+      // With every writer busy on later segments, wait for one to come free.
+      const watch = mine.length > 0 || !waiting() ? mine : [...this.inFlight];
+      if (watch.length === 0) return; // done (or stopped: what is left stays journaled)
+      const { batch, err } = await Promise.race(watch.map((b) => b.settled.then((e) => ({ batch: b, err: e }))));
+      if (err !== undefined && mine.includes(batch)) throw err;
     }
   }
 
@@ -155,7 +175,11 @@ export class Journal {
       timer = setTimeout(() => resolve('deadline'), deadlineMs);
     });
     const drained = (async () => {
-      while (!this.stopped && this.sealed.length > 0) await this.exclusive(() => this.moveBatch());
+      while (!this.stopped && (this.sealed.length > 0 || this.inFlight.size > 0)) {
+        this.launch(true);
+        const err = await Promise.race([...this.inFlight].map((b) => b.settled));
+        if (err !== undefined) throw err;
+      }
       return 'drained' as const;
     })();
     drained.catch(() => {}); // also when it fails after the deadline won
@@ -201,7 +225,9 @@ export class Journal {
     const seq = this.nextSeq++;
     const name = `${String(seq).padStart(12, '0')}-${randomBytes(4).toString('hex')}.jsonl`;
     this.fd = openSync(join(this.opts.dir, name), 'a');
-    this.current = { name, seq, bytes: 0, rows: 0 };
+    // Hold the rows for the writer only while the budget has room for a whole segment more.
+    const held = this.heldRows + this.opts.segmentRows <= this.memoryRows ? [] : undefined;
+    this.current = { name, seq, bytes: 0, rows: 0, held };
     this.currentOpenedAt = Date.now();
     return this.current;
   }
@@ -218,7 +244,12 @@ export class Journal {
     this.fd = -1;
     this.current = null;
     if (size === 0) unlinkSync(join(this.opts.dir, seg.name));
-    else this.sealed.push(seg);
+    else this.queue(seg);
+  }
+
+  private queue(seg: Segment): void {
+    this.heldRows += seg.held?.length ?? 0;
+    this.sealed.push(seg);
   }
 
   private sealAfterFailedWrite(): void {
@@ -227,7 +258,7 @@ export class Journal {
     } catch (err) {
       // Keep the segment queued with what we know of it; its complete lines still count.
       this.opts.logger.error({ err: String(err) }, 'ledger journal: could not seal segment after a failed write');
-      if (this.current) this.sealed.push(this.current);
+      if (this.current) this.queue(this.current);
       try {
         closeSync(this.fd);
       } catch {
@@ -246,25 +277,49 @@ export class Journal {
     }
   }
 
-  /** Starts the background drain unless it runs already or waits out a backoff. */
+  /**
+   * Starts the background drain, after the current burst of record() calls (a microtask later), so
+   * a batch takes every segment sealed by then.
+   */
   private pump(): void {
-    if (this.looping || this.stopped || Date.now() < this.retryAt || this.sealed.length === 0) return;
-    this.looping = true;
-    void (async () => {
-      try {
-        while (!this.stopped && this.sealed.length > 0) {
-          try {
-            await this.exclusive(() => this.moveBatch());
-            this.succeeded();
-          } catch (err) {
-            this.failed(err);
-            return;
-          }
-        }
-      } finally {
-        this.looping = false;
-      }
-    })();
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    queueMicrotask(() => {
+      this.pumpQueued = false;
+      this.launch(false);
+    });
+  }
+
+  /** Starts batches while a writer is free; `force` ignores a backoff (flush, close). */
+  private launch(force: boolean): void {
+    while (!this.stopped && this.inFlight.size < this.writers && this.sealed.length > 0 && (force || Date.now() >= this.retryAt)) {
+      // The oldest sealed segments, up to batchSize rows (at least one segment).
+      let n = 0;
+      let rows = 0;
+      while (n < this.sealed.length && (n === 0 || rows + this.sealed[n].rows <= this.opts.batchSize)) rows += this.sealed[n++].rows;
+      const batch: Batch = { segments: this.sealed.splice(0, n), settled: Promise.resolve() };
+      this.inFlight.add(batch);
+      batch.settled = this.moveBatch(batch.segments).then(
+        () => {
+          this.inFlight.delete(batch);
+          this.succeeded();
+          this.launch(false);
+          return undefined;
+        },
+        (err: unknown) => {
+          this.inFlight.delete(batch);
+          this.requeue(batch.segments);
+          this.failed(err);
+          return err ?? new Error('ledger batch failed');
+        },
+      );
+    }
+  }
+
+  /** Puts the segments of a failed batch back, in write order, for the next attempt. */
+  private requeue(segments: Segment[]): void {
+    this.sealed.push(...segments);
+    this.sealed.sort((a, b) => a.seq - b.seq);
   }
 
   private succeeded(): void {
@@ -292,41 +347,45 @@ export class Journal {
     this.retryTimer.unref();
   }
 
-  /** One batch at a time, whoever asks (background loop, flush, close). */
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.tail.then(fn, fn);
-    this.tail = run.catch(() => {});
-    return run;
-  }
-
-  /** Commits the oldest sealed segments (up to batchSize rows) and deletes them. */
-  private async moveBatch(): Promise<void> {
-    const take: Segment[] = [];
-    let rowsTaken = 0;
-    for (const s of this.sealed) {
-      if (take.length > 0 && rowsTaken + s.rows > this.opts.batchSize) break;
-      take.push(s);
-      rowsTaken += s.rows;
-    }
-    if (take.length === 0) return;
-
+  /** Commits the segments' rows, then deletes the segments. */
+  private async moveBatch(take: Segment[]): Promise<void> {
     const rows: LedgerRow[] = [];
-    for (const s of take) rows.push(...(await this.readSegment(s)));
+    for (const s of take) {
+      if (s.held) rows.push(...this.checked(s.held));
+      else rows.push(...(await this.readSegment(s)));
+    }
     for (let i = 0; i < rows.length; i += this.opts.batchSize) {
       const rejected = await this.opts.commit(rows.slice(i, i + this.opts.batchSize));
       for (const r of rejected) this.setAside(r);
     }
 
-    for (const s of take) {
+    // Each segment leaves the batch as it is deleted: should a deletion fail, only the rest is retried.
+    while (take.length > 0) {
+      const s = take[0];
       try {
         unlinkSync(join(this.opts.dir, s.name));
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
+      take.shift();
       this.bytes -= s.bytes;
       this.rows -= s.rows;
+      this.heldRows -= s.held?.length ?? 0;
+      s.held = undefined;
     }
-    this.sealed.splice(0, take.length);
+  }
+
+  /** Rows still in memory pass the same checks as rows read back from a file. */
+  private checked(held: LedgerRow[]): LedgerRow[] {
+    const rows: LedgerRow[] = [];
+    for (const row of held) {
+      try {
+        rows.push(checkRow(row));
+      } catch (err) {
+        this.setAside({ row, reason: (err as Error).message });
+      }
+    }
+    return rows;
   }
 
   private async readSegment(s: Segment): Promise<LedgerRow[]> {

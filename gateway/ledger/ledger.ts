@@ -24,6 +24,11 @@ export interface LedgerOptions {
   flushIntervalMs?: number;
   /** Rows per segment and per database statement. Default 2000. */
   batchSize?: number;
+  /**
+   * Batches committing at once. Default 2 on Postgres (one inserts while the other waits for its
+   * commit; both on the pool), 1 on PGlite (one connection, in this thread: nothing to overlap).
+   */
+  writers?: number;
   /** How long close() may spend draining. Default 5000. */
   closeTimeoutMs?: number;
   logger?: LedgerLogger;
@@ -33,7 +38,11 @@ export interface LedgerOptions {
 }
 
 export interface Ledger {
-  /** Durable when it returns (one append to the local journal); throws LedgerFullError at the bound. */
+  /**
+   * Durable when it returns (one append to the local journal); throws LedgerFullError at the bound.
+   * The writer may take the row object itself (not a copy) to the database: do not change it, or its
+   * detail, afterwards.
+   */
   record(row: LedgerRow): void;
   health(): JournalHealth;
   usageReport(q: UsageReportQuery): Promise<UsageReport>;
@@ -55,6 +64,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     segmentRows: batchSize,
     segmentMs: options.flushIntervalMs ?? 250,
     batchSize,
+    writers: options.writers ?? (store.kind === 'postgres' ? 2 : 1),
     commit: options.onCommit ? timed(options.onCommit, (rows) => commitRows(store, rows)) : (rows) => commitRows(store, rows),
     logger,
     retry: options.retry,

@@ -28,3 +28,8 @@ export interface LedgerRow {
   originalCost: string;
   detail: unknown;
 }
+
+/** The fields stored as Postgres text (which cannot hold NUL). */
+export const TEXT_FIELDS = [
+  'requestId', 'organization', 'project', 'apiKeyId', 'clientModel', 'modelId', 'provider', 'upstreamModel', 'endpoint',
+] as const satisfies readonly (keyof LedgerRow)[];

@@ -150,6 +150,21 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(rollup.rows.map((r) => (r as { model: string }).model)).toContain('id-fallback');
   });
 
+  it('stores what jsonb cannot hold (NUL, a lone surrogate) as U+FFFD instead of losing the row', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const odd = ledgerRow({ project, clientModel: 'm\uD800', detail: { 'k\u0000': ['x\u0000y', 'z\uDC00', 1] } });
+    const plain = ledgerRow({ project, detail: { note: 'a\\u0000 is just text here' } });
+    expect(await writeUsageBatch(store, [odd, plain])).toBe(2);
+    const { rows } = await store.query<{ request_id: string; client_model: string; detail: unknown }>(
+      'SELECT request_id, client_model, detail FROM usage_events WHERE project = $1',
+      [project],
+    );
+    const byId = Object.fromEntries(rows.map((r) => [r.request_id, r]));
+    expect(byId[odd.requestId]).toMatchObject({ client_model: 'm\uFFFD', detail: { 'k\uFFFD': ['x\uFFFDy', 'z\uFFFD', 1] } });
+    expect(byId[plain.requestId].detail).toEqual({ note: 'a\\u0000 is just text here' });
+  });
+
   it('buckets by UTC hour whatever the session time zone', async () => {
     const { store } = db();
     const project = freshProject();

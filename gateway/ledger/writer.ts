@@ -1,45 +1,43 @@
 // Writes a batch of ledger rows in ONE statement: raw insert (exactly once by request_id) and
 // the hourly rollup of exactly the rows that were new, so replays change nothing.
 import type { Queryable } from '../store/store.ts';
-import { floorHour } from './hour.ts';
+import { TEXT_FIELDS } from './row.ts';
 import type { LedgerRow } from './row.ts';
 
-// Column order of the unnest below; `hour` and `model` are derived here, not stored raw.
+// The batch travels as one jsonb parameter, an array of positional arrays (order: toPositional).
+// One JSON.stringify is far cheaper in Node than 24 typed arrays, and Postgres spends no more parsing
+// it than parsing those arrays. Numbers go as strings: a jsonb number costs a numeric parse, and its
+// text again when read out. occurred_at: epoch ms, truncated as Date does; exact (< 2^53 µs).
+// The rollup reads the insert's RETURNING, so rows the insert skipped (replays, an id repeated in the
+// batch) never reach it, and the hour is cut in UTC whatever the session's TimeZone.
 const WRITE_SQL = `
-WITH src AS (
-  SELECT * FROM unnest(
-    $1::text[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-    $8::text[], $9::text[], $10::text[], $11::boolean[],
-    $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[], $17::bigint[], $18::bigint[],
-    $19::boolean[], $20::numeric[], $21::numeric[], $22::jsonb[], $23::timestamptz[], $24::text[]
-  ) AS s(request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
-         provider, upstream_model, endpoint, stream,
-         input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read,
-         estimated, cost_points, original_cost, detail, hour, model)
-),
-ins AS (
+WITH ins AS (
   INSERT INTO usage_events (request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
     provider, upstream_model, endpoint, stream,
     input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read,
     estimated, cost_points, original_cost, detail)
-  SELECT request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
-    provider, upstream_model, endpoint, stream,
-    input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read,
-    estimated, cost_points, original_cost, detail
-  FROM src
+  SELECT e->>0, timestamptz 'epoch' + trunc((e->>1)::float8) * interval '1 millisecond', e->>2, e->>3, e->>4, e->>5, e->>6,
+    e->>7, e->>8, e->>9, (e->>10)::boolean,
+    (e->>11)::bigint, (e->>12)::bigint, (e->>13)::bigint, (e->>14)::bigint, (e->>15)::bigint, (e->>16)::bigint,
+    CASE WHEN (e->>17)::boolean THEN (e->>13)::bigint ELSE 0 END,
+    (e->>18)::boolean, (e->>19)::numeric, (e->>20)::numeric, e->21
+  FROM jsonb_array_elements($1::jsonb) AS e
   ON CONFLICT (request_id) DO NOTHING
-  RETURNING request_id
+  RETURNING project, date_trunc('hour', occurred_at, 'UTC') AS hour,
+    -- The model a report groups by: what the client sent, else the configured model id.
+    coalesce(nullif(client_model, ''), model_id) AS model, organization,
+    input, output, cache_read, cache_write, cache_explicit_read, reasoning, artifacts, cost_points, original_cost
 )
 INSERT INTO usage_hourly AS h (project, hour, client_model, organization,
   input, output, cache_read, cache_write, cache_explicit_read, reasoning, artifacts,
   request_count, cost_points, original_cost)
-SELECT src.project, src.hour, src.model, max(src.organization),
-  sum(src.input), sum(src.output), sum(src.cache_read), sum(src.cache_write), sum(src.cache_explicit_read),
-  sum(src.reasoning), sum(src.artifacts), count(*), sum(src.cost_points), sum(src.original_cost)
-FROM src JOIN ins ON ins.request_id = src.request_id
-GROUP BY src.project, src.hour, src.model
--- One lock order for every pod: concurrent batches touching the same buckets cannot deadlock.
-ORDER BY src.project COLLATE "C", src.hour, src.model COLLATE "C"
+SELECT project, hour, model, max(organization),
+  sum(input), sum(output), sum(cache_read), sum(cache_write), sum(cache_explicit_read),
+  sum(reasoning), sum(artifacts), count(*), sum(cost_points), sum(original_cost)
+FROM ins
+GROUP BY project, hour, model
+-- One lock order for every writer: concurrent batches touching the same buckets cannot deadlock.
+ORDER BY project COLLATE "C", hour, model COLLATE "C"
 ON CONFLICT (project, hour, client_model) DO UPDATE SET
   input = h.input + EXCLUDED.input,
   output = h.output + EXCLUDED.output,
@@ -53,60 +51,43 @@ ON CONFLICT (project, hour, client_model) DO UPDATE SET
   original_cost = h.original_cost + EXCLUDED.original_cost
 RETURNING (SELECT count(*) FROM ins) AS inserted`;
 
-/** The model a report groups by: what the client sent, else the configured model id. */
-export function reportModel(row: Pick<LedgerRow, 'clientModel' | 'modelId'>): string {
-  return row.clientModel || row.modelId;
+function toPositional(r: LedgerRow): unknown[] {
+  return [
+    r.requestId, String(r.occurredAt), r.organization, r.project, r.apiKeyId, r.clientModel, r.modelId,
+    r.provider, r.upstreamModel, r.endpoint, r.stream,
+    String(r.input), String(r.output), String(r.cacheRead), String(r.cacheWrite), String(r.reasoning), String(r.artifacts), r.explicitCache,
+    r.estimated, r.costPoints, r.originalCost, r.detail ?? null,
+  ];
 }
 
 /**
  * Inserts rows not yet in the ledger and adds them to the hourly rollup, atomically.
  * Returns how many rows were new. Safe to call again with the same rows.
  */
-export async function writeUsageBatch(q: Queryable, batch: readonly LedgerRow[]): Promise<number> {
-  const rows = uniqueByRequestId(batch);
+export async function writeUsageBatch(q: Queryable, rows: readonly LedgerRow[]): Promise<number> {
   if (rows.length === 0) return 0;
-  const cols: unknown[][] = Array.from({ length: 24 }, () => new Array(rows.length));
-  for (let i = 0; i < rows.length; i++) {
-    const r = rows[i];
-    cols[0][i] = r.requestId;
-    cols[1][i] = new Date(r.occurredAt).toISOString();
-    cols[2][i] = r.organization;
-    cols[3][i] = r.project;
-    cols[4][i] = r.apiKeyId;
-    cols[5][i] = r.clientModel;
-    cols[6][i] = r.modelId;
-    cols[7][i] = r.provider;
-    cols[8][i] = r.upstreamModel;
-    cols[9][i] = r.endpoint;
-    cols[10][i] = r.stream;
-    cols[11][i] = r.input;
-    cols[12][i] = r.output;
-    cols[13][i] = r.cacheRead;
-    cols[14][i] = r.cacheWrite;
-    cols[15][i] = r.reasoning;
-    cols[16][i] = r.artifacts;
-    cols[17][i] = r.explicitCache ? r.cacheRead : 0;
-    cols[18][i] = r.estimated;
-    cols[19][i] = r.costPoints;
-    cols[20][i] = r.originalCost;
-    cols[21][i] = JSON.stringify(r.detail ?? null);
-    cols[22][i] = new Date(floorHour(r.occurredAt)).toISOString();
-    cols[23][i] = reportModel(r);
-  }
+  let batch = JSON.stringify(rows.map(toPositional));
+  // jsonb refuses NUL and lone surrogates, which JSON.stringify writes as \u0000 and \udXXX escapes.
+  // Rare: make those rows storable (U+FFFD, as a UTF-8 encoder would) rather than lose them.
+  if (batch.includes('\\u0000') || batch.includes('\\ud')) batch = JSON.stringify(rows.map((r) => toPositional(storable(r))));
   // One row per touched bucket, each carrying the statement's insert count (none when all were replays).
-  const { rows: buckets } = await q.query<{ inserted: string }>(WRITE_SQL, cols);
+  const { rows: buckets } = await q.query<{ inserted: string }>(WRITE_SQL, [batch]);
   return buckets.length === 0 ? 0 : Number(buckets[0].inserted);
 }
 
-// Within one statement a duplicate id would be skipped by the insert but still joined into the
-// rollup twice; the first occurrence wins, as it would across statements.
-function uniqueByRequestId(rows: readonly LedgerRow[]): LedgerRow[] {
-  const seen = new Set<string>();
-  const out: LedgerRow[] = [];
-  for (const r of rows) {
-    if (seen.has(r.requestId)) continue;
-    seen.add(r.requestId);
-    out.push(r);
-  }
+// Text fields with NUL never get this far: journal-line sets such rows aside (a NUL there would change
+// an id or a name); in detail, which is informational, it is replaced.
+function storable(r: LedgerRow): LedgerRow {
+  const out = { ...r, detail: wellFormed(r.detail) };
+  for (const k of TEXT_FIELDS) out[k] = r[k].toWellFormed();
   return out;
+}
+
+function wellFormed(v: unknown): unknown {
+  if (typeof v === 'string') return v.replaceAll('\u0000', '\uFFFD').toWellFormed();
+  if (Array.isArray(v)) return v.map(wellFormed);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [wellFormed(k) as string, wellFormed(x)]));
+  }
+  return v;
 }
