@@ -14,6 +14,7 @@ import type { KubeClient } from './kube.ts';
 import { statusOf } from './kube.ts';
 import type { WriteResult, WriterOptions } from './snapshot-writer.ts';
 import { SnapshotWriter } from './snapshot-writer.ts';
+import { WorkQueue } from './work-queue.ts';
 import { desiredStatus, livePods, sameStatus, statusKey } from './status.ts';
 import type { OperatorMetrics } from '../gateway/telemetry/operator-metrics.ts';
 
@@ -63,10 +64,13 @@ export class Controller {
   private running: Promise<void> | undefined;
   private again = false;
   private started = false;
+  /** Every informer's first list is in: before that a pass would see, say, ApiKeys without their key Secrets. */
+  private synced = false;
   private recovered = false;
-  private readonly statusQueue = new Map<string, { kind: Kind; name: string; status: Record<string, unknown> }>();
-  private statusWorkers = 0;
-  private readonly inFlight = new Set<string>();
+  /** Status patches, latest per resource wins. */
+  private readonly statuses: WorkQueue;
+  /** Key Secrets to create and finalizers to add, each once at a time. */
+  private readonly writes: WorkQueue;
   private readonly sentStatus = new Map<string, string>();
   private readonly settled = new Map<string, string>();
   private readonly eventsSent = new Set<string>();
@@ -80,6 +84,8 @@ export class Controller {
     this.log = o.log ?? quietLogger;
     this.isLeader = o.isLeader ?? (() => true);
     this.writer = new SnapshotWriter(o.client, o.writer);
+    this.statuses = new WorkQueue(o.statusConcurrency ?? 16, () => this.checkIdle());
+    this.writes = new WorkQueue(o.statusConcurrency ?? 16, () => this.checkIdle());
     const common = { kc: o.client.kc, log: this.log, ...o.informer };
     const onChange = () => this.schedule();
     this.informers = Object.fromEntries(
@@ -108,6 +114,8 @@ export class Controller {
   async start(): Promise<void> {
     this.started = true;
     await Promise.all([...Object.values(this.informers).map((i) => i.start()), this.secrets.start(), this.leases.start()]);
+    if (!this.started) return;
+    this.synced = true;
     this.resync = setInterval(() => this.schedule(), this.o.resyncMs ?? 30_000);
     this.resync.unref();
     this.schedule(0);
@@ -115,6 +123,9 @@ export class Controller {
 
   async stop(): Promise<void> {
     this.started = false;
+    this.synced = false;
+    this.statuses.clear();
+    this.writes.clear();
     clearTimeout(this.timer);
     clearInterval(this.resync);
     clearTimeout(this.expiryTimer);
@@ -126,16 +137,20 @@ export class Controller {
 
   /** Resolves when no reconcile is pending or running and the status queue is empty (tests). */
   idle(): Promise<void> {
-    if (!this.timer && !this.running && this.statusQueue.size === 0 && this.statusWorkers === 0 && this.inFlight.size === 0) return Promise.resolve();
+    if (this.isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  private isIdle(): boolean {
+    return !this.timer && !this.running && this.statuses.idle && this.writes.idle;
+  }
+
   private checkIdle(): void {
-    if (!this.timer && !this.running && this.statusQueue.size === 0 && this.statusWorkers === 0 && this.inFlight.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+    if (this.isIdle()) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   schedule(delay = this.o.debounceMs ?? 5): void {
-    if (!this.started) return;
+    if (!this.started || !this.synced) return;
     if (this.running) {
       this.again = true;
       return;
@@ -266,35 +281,21 @@ export class Controller {
   }
 
   private queueStatus(kind: Kind, name: string, status: Record<string, unknown>): void {
-    this.statusQueue.set(refOf(kind, name), { kind, name, status });
-    const max = this.o.statusConcurrency ?? 16;
-    while (this.statusWorkers < max && this.statusWorkers < this.statusQueue.size) {
-      this.statusWorkers++;
-      void this.statusWorker();
-    }
-  }
-
-  private async statusWorker(): Promise<void> {
-    try {
-      while (this.statusQueue.size > 0 && this.isLeader()) {
-        const [ref, job] = this.statusQueue.entries().next().value as [string, { kind: Kind; name: string; status: Record<string, unknown> }];
-        this.statusQueue.delete(ref);
-        try {
-          await this.client.patchStatus(job.kind, job.name, job.status);
-          this.stats.statusWrites++;
-          this.stats.statusWritesByKind[job.kind] = (this.stats.statusWritesByKind[job.kind] ?? 0) + 1;
-        } catch (err) {
-          this.sentStatus.delete(ref);
-          if (statusOf(err) !== 404) {
-            this.log.warn({ resource: ref, err: (err as Error).message }, 'status update failed; the next pass retries');
-            setTimeout(() => this.schedule(), 500).unref();
-          }
+    const ref = refOf(kind, name);
+    this.statuses.set(ref, async () => {
+      if (!this.isLeader() || !this.started) return;
+      try {
+        await this.client.patchStatus(kind, name, status);
+        this.stats.statusWrites++;
+        this.stats.statusWritesByKind[kind] = (this.stats.statusWritesByKind[kind] ?? 0) + 1;
+      } catch (err) {
+        this.sentStatus.delete(ref);
+        if (statusOf(err) !== 404) {
+          this.log.warn({ resource: ref, err: (err as Error).message }, 'status update failed; the next pass retries');
+          setTimeout(() => this.schedule(), 500).unref();
         }
       }
-    } finally {
-      this.statusWorkers--;
-      this.checkIdle();
-    }
+    });
   }
 
   private warn(kind: Kind, r: Resource, reason: string, message: string): void {
@@ -307,19 +308,14 @@ export class Controller {
   }
 
   private track(key: string, work: () => Promise<void>): void {
-    if (this.inFlight.has(key)) return;
-    this.inFlight.add(key);
-    void work().finally(() => {
-      this.inFlight.delete(key);
-      this.checkIdle();
-    });
+    this.writes.add(key, work);
   }
 
   /** Generates the key once, into a Secret the ApiKey owns (deleting the ApiKey deletes it). */
   private issueKey(r: Resource<ApiKeySpec>): void {
     const name = keySecretName(r.metadata.name);
     this.track(`issue:${name}`, async () => {
-      if (!this.isLeader()) return;
+      if (!this.isLeader() || !this.started) return;
       const g = generateApiKey();
       try {
         await this.client.createSecret({
@@ -342,7 +338,7 @@ export class Controller {
 
   private setFinalizers(r: Resource, finalizers: string[]): void {
     this.track(`finalizer:${r.metadata.name}:${r.metadata.resourceVersion}`, async () => {
-      if (!this.isLeader()) return;
+      if (!this.isLeader() || !this.started) return;
       try {
         await this.client.setFinalizers('ApiKey', r.metadata.name, r.metadata.resourceVersion!, finalizers);
       } catch (err) {
