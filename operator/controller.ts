@@ -25,7 +25,7 @@ export interface ControllerOptions {
   log?: Logger;
   isLeader?: () => boolean;
   writer?: WriterOptions;
-  /** Full reconcile this often even without events (default 30 s): lease expiry, clock-driven expiry. */
+  /** A pass this often even without events (default 30 s): lease expiry, clock-driven expiry. */
   resyncMs?: number;
   /** Informer tuning (tests shorten these). */
   informer?: { relistMs?: number; lastSeenLimitMs?: number; backoffBaseMs?: number; backoffMaxMs?: number };
@@ -96,7 +96,9 @@ export class Controller {
     const common = { kc: o.client.kc, log: this.log, ...o.informer };
     const onChange = (kind: Kind) => (type: ChangeType, obj: Resource | undefined, old: Resource | undefined) => {
       const name = obj?.metadata.name ?? old?.metadata.name;
-      if (type === 'sync' || name === undefined) this.dirty.full = true;
+      // A relist of the ApiKeys brings a full pass: the level-triggered safety net for the keys (every pass
+      // compiles the other kinds whole anyway).
+      if (type === 'sync' || name === undefined) this.dirty.full ||= kind === 'ApiKey';
       else {
         this.dirty.refs.add(refOf(kind, name));
         if (kind === 'ApiKey') this.dirty.keys.add(name);
@@ -142,10 +144,9 @@ export class Controller {
     if (!this.started) return;
     this.synced = true;
     this.dirty.full = true;
-    this.resync = setInterval(() => {
-      this.dirty.full = true;
-      this.schedule();
-    }, this.o.resyncMs ?? 30_000);
+    // Not a full pass: what changes with the clock alone is the gateway pods' leases running out (statuses) and
+    // keys expiring (the compiler tracks those). Each informer's periodic relist brings a full pass.
+    this.resync = setInterval(() => this.schedule(), this.o.resyncMs ?? 30_000);
     this.resync.unref();
     this.schedule(0);
   }
