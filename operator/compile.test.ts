@@ -113,6 +113,10 @@ describe('incremental compile', () => {
     expect([...c.compile(w.view(), 0, []).changedKeys!]).toEqual([]);
     w.key('b', { organization: 'acme', project: 'web', disabled: true });
     expect([...c.compile(w.view(), 0, ['b', 'c']).changedKeys!]).toEqual(['b']);
+    // The echo of a status write (a new resourceVersion, the same generation) changes no entry.
+    const a = w.keys.get('a')!;
+    w.keys.set('a', { ...a, metadata: { ...a.metadata, resourceVersion: String(++rv) }, status: { observedGeneration: 1 } });
+    expect([...c.compile(w.view(), 0, ['a']).changedKeys!]).toEqual([]);
     // The organizations changed: every key is compiled again (a full pass).
     w.org('globex');
     expect(c.compile(w.view(), 0, []).changedKeys).toBeUndefined();

@@ -67,7 +67,7 @@ interface KeyResult {
   verdict: Verdict | undefined;
   entry: SnapshotKey | undefined;
   generation: number;
-  /** The parsed key, kept while the ApiKey and its Secret are unchanged: 50,000 keys are hashed once each. */
+  /** The parsed key, kept while the ApiKey's spec and its Secret are unchanged: 50,000 keys are hashed once each. */
   memo: KeyMemo | undefined;
 }
 
@@ -369,7 +369,9 @@ export class Compiler {
       if (owners.some((o) => o.kind === 'ApiKey' && o.name === name)) return bad('Issuing', `Secret "${secretName}" of a previous ApiKey "${name}" is being garbage-collected`);
       return bad('SecretConflict', `Secret "${secretName}" exists and is not owned by this ApiKey; delete or rename it`);
     }
-    const stamp = `${r.metadata.resourceVersion}|${secret.metadata.resourceVersion}`;
+    // The entry depends on the spec (metadata.generation), not on status writes or finalizers (resourceVersion):
+    // the echo of a status write re-hashes nothing and leaves the key's shard as it is.
+    const stamp = `${r.metadata.uid}|${generation}|${secret.metadata.resourceVersion}`;
     let m = memo;
     if (!m || m.stamp !== stamp) {
       const key = secretValue(secret, 'key');

@@ -1,7 +1,7 @@
 // The reconcile loop: informers feed one level-triggered, idempotent pass that compiles the namespace, writes
 // what changed, issues key Secrets, keeps the revocation finalizer, and brings every status up to date. A pass
-// looks at the ApiKeys the informers reported changed, not all 50,000; a full pass (start, relist, the periodic
-// resync, after an error) looks at everything. Writes happen only while `isLeader()` says so.
+// looks at the ApiKeys the informers reported changed, not all 50,000; a full pass (start, a relist of the
+// ApiKeys or Secrets, after an error) looks at everything. Writes happen only while `isLeader()` says so.
 import type { V1Lease } from '@kubernetes/client-node';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import { GATEWAY_REPORT_LABEL, SNAPSHOT_LABEL } from '../gateway/snapshot/kube-format.ts';
