@@ -1,6 +1,8 @@
-// Pure: custom resources (+ the Secrets they reference) → the snapshot's parts, validated with the gateway's own
-// schema, and a verdict per resource. A resource that cannot be compiled is left out with a precise reason and
-// never breaks the rest. No I/O here; the controller does the writing.
+// Custom resources (+ the Secrets they reference) → the snapshot's parts, validated with the gateway's own schema,
+// and a verdict per resource. A resource that cannot be compiled is left out with a precise reason and never
+// breaks the rest. No I/O here; the controller does the writing. The few resources besides ApiKeys are compiled
+// whole on every pass; the ApiKeys (50,000 of them) incrementally: only those the controller names as changed,
+// or all of them when the organizations in the snapshot changed.
 import type { z } from 'zod';
 import { displayPrefix, hashApiKey, looksLikeApiKey } from '../gateway/auth/api-key.ts';
 import type { SnapshotBase, SnapshotKey } from '../gateway/snapshot/kube-format.ts';
@@ -15,7 +17,8 @@ export interface World {
   pricingGroups: Resource<PricingGroupSpec>[];
   models: Resource<ModelSpec>[];
   organizations: Resource<OrganizationSpec>[];
-  apiKeys: Resource<ApiKeySpec>[];
+  apiKeys(): Iterable<Resource<ApiKeySpec>>;
+  apiKey(name: string): Resource<ApiKeySpec> | undefined;
   secret(name: string): SecretObject | undefined;
 }
 
@@ -34,12 +37,22 @@ export interface Verdict {
 
 export interface Compiled {
   base: SnapshotBase;
-  keys: Map<string, SnapshotKey>;
-  verdicts: Map<string, Verdict>;
-  /** "Kind/name" → metadata.generation, for every resource in the snapshot. */
-  generations: Map<string, number>;
+  /** ApiKey name → its entry, for every key in the snapshot. */
+  keys: ReadonlyMap<string, SnapshotKey>;
+  /** ApiKey name → metadata.generation, for every key in the snapshot. */
+  keyGenerations: ReadonlyMap<string, number>;
+  /** ApiKey names whose entry or generation changed in this pass, or undefined: any may have (a full pass). */
+  changedKeys: ReadonlySet<string> | undefined;
+  /** "Kind/name" → verdict, for every resource. */
+  verdicts: ReadonlyMap<string, Verdict>;
+  /** "Kind/name" of the resources compiled in this pass (all but the unchanged ApiKeys), or undefined: all. */
+  recompiled: ReadonlySet<string> | undefined;
+  /** "Kind/name" → metadata.generation, for every resource in the snapshot besides ApiKeys. */
+  generations: ReadonlyMap<string, number>;
   /** ApiKeys that have no key Secret yet. */
   needsKeySecret: Resource<ApiKeySpec>[];
+  /** ApiKeys being deleted, out of the snapshot: their finalizer may go once it is written. */
+  deleting: Resource<ApiKeySpec>[];
   /** Earliest future expiresAt (ms), to re-reconcile when a key expires. */
   nextExpiry: number | undefined;
 }
@@ -50,9 +63,12 @@ interface KeyMemo {
   error: string | undefined;
 }
 
-/** Per-ApiKey results kept between reconciles: 50,000 keys are parsed once each, not on every pass. */
-export class CompileMemo {
-  readonly keys = new Map<string, KeyMemo>();
+interface KeyResult {
+  verdict: Verdict | undefined;
+  entry: SnapshotKey | undefined;
+  generation: number;
+  /** The parsed key, kept while the ApiKey's spec and its Secret are unchanged: 50,000 keys are hashed once each. */
+  memo: KeyMemo | undefined;
 }
 
 type Issues = string[];
@@ -70,7 +86,17 @@ function secretValue(s: SecretObject | undefined, key: string): string | undefin
   return b64 === undefined ? undefined : Buffer.from(b64, 'base64').toString('utf8').replace(/\r?\n$/, '');
 }
 
-export function compile(world: World, now: number, memo = new CompileMemo()): Compiled {
+interface BaseCompiled {
+  base: SnapshotBase;
+  verdicts: Map<string, Verdict>;
+  generations: Map<string, number>;
+  /** Organizations in the snapshot, and those that exist at all (for a key's reason). */
+  orgs: ReadonlySet<string>;
+  orgNames: ReadonlySet<string>;
+}
+
+/** Everything but the ApiKeys: a handful of resources, compiled whole every pass. */
+export function compileBase(world: World): BaseCompiled {
   const verdicts = new Map<string, Verdict>();
   const bad = (kind: Kind, r: Resource<unknown>, reason: string, message: string) =>
     verdicts.set(refOf(kind, r.metadata.name), { kind, name: r.metadata.name, generation: gen(r), included: false, ready: false, reason, message });
@@ -233,31 +259,120 @@ export function compile(world: World, now: number, memo = new CompileMemo()): Co
   for (const m of models.values()) ok('Model', m.r, 'Compiled', `serves ${m.entry.id} over ${Object.keys(m.entry.protocols).join(', ')}`);
   for (const o of orgs.values()) ok('Organization', o.r);
 
-  // 3. ApiKeys: parsed once per (ApiKey, key Secret) version; the organization must be in the snapshot.
-  const keys = new Map<string, SnapshotKey>();
-  const needsKeySecret: Resource<ApiKeySpec>[] = [];
-  const hashes = new Map<string, string>();
-  let nextExpiry: number | undefined;
-  const seen = new Set<string>();
-  for (const r of world.apiKeys) {
+  const orgNames = new Set(world.organizations.filter((r) => !deleting(r)).map((r) => r.metadata.name));
+  return { base, verdicts, generations, orgs: new Set(orgs.keys()), orgNames };
+}
+
+/** The compile state between passes: every ApiKey's result, updated for the keys that changed. */
+export class Compiler {
+  private readonly results = new Map<string, KeyResult>();
+  private readonly keys = new Map<string, SnapshotKey>();
+  private readonly keyGenerations = new Map<string, number>();
+  private readonly verdicts = new Map<string, Verdict>();
+  /** Key hash → the ApiKey whose entry carries it (a second ApiKey with the same key is refused). */
+  private readonly hashes = new Map<string, string>();
+  private readonly duplicates = new Set<string>();
+  private readonly missing = new Map<string, Resource<ApiKeySpec>>();
+  private readonly deleting = new Map<string, Resource<ApiKeySpec>>();
+  /** Keys whose expiry is still ahead: they are recompiled when it passes. */
+  private readonly expiries = new Map<string, number>();
+  private baseRefs: string[] = [];
+  private orgFingerprint: string | undefined;
+
+  /** Recompiles the base, and the ApiKeys named in `dirty` (all of them when undefined or the organizations changed). */
+  compile(world: World, now: number, dirty?: Iterable<string>): Compiled {
+    const b = compileBase(world);
+    for (const ref of this.baseRefs) this.verdicts.delete(ref);
+    for (const [ref, v] of b.verdicts) this.verdicts.set(ref, v);
+    this.baseRefs = [...b.verdicts.keys()];
+    const recompiled = new Set<string>(this.baseRefs);
+    const fingerprint = `${[...b.orgs].sort().join(',')}|${[...b.orgNames].sort().join(',')}`;
+    const full = dirty === undefined || fingerprint !== this.orgFingerprint;
+    this.orgFingerprint = fingerprint;
+    const changed = new Set<string>();
+    let freed = false;
+    const one = (name: string, r: Resource<ApiKeySpec> | undefined) => {
+      const before = this.results.get(name);
+      if (before?.entry && this.hashes.get(before.entry.hash) === name) {
+        this.hashes.delete(before.entry.hash);
+        freed = true;
+      }
+      this.missing.delete(name);
+      this.deleting.delete(name);
+      this.expiries.delete(name);
+      this.duplicates.delete(name);
+      const ref = refOf('ApiKey', name);
+      recompiled.add(ref);
+      const res = r ? this.compileKey(r, world, b, now, before?.memo) : undefined;
+      if (res?.verdict) this.verdicts.set(ref, res.verdict);
+      else this.verdicts.delete(ref);
+      if (res) this.results.set(name, res);
+      else this.results.delete(name);
+      if (res?.entry) {
+        this.keys.set(name, res.entry);
+        this.keyGenerations.set(name, res.generation);
+      } else {
+        this.keys.delete(name);
+        this.keyGenerations.delete(name);
+      }
+      if ((before?.entry || res?.entry) && (before?.entry !== res?.entry || before?.generation !== res?.generation)) changed.add(name);
+    };
+    if (full) {
+      this.hashes.clear();
+      const seen = new Set<string>();
+      for (const r of world.apiKeys()) {
+        seen.add(r.metadata.name);
+        one(r.metadata.name, r);
+      }
+      for (const name of [...this.results.keys()]) if (!seen.has(name)) one(name, undefined);
+    } else {
+      const names = new Set(dirty);
+      for (const [name, at] of this.expiries) if (at <= now) names.add(name);
+      for (const name of names) one(name, world.apiKey(name));
+      // A key refused for carrying another's key gets its turn when that one lets go of it.
+      if (freed) for (const name of [...this.duplicates]) if (!names.has(name)) one(name, world.apiKey(name));
+    }
+    let nextExpiry: number | undefined;
+    for (const at of this.expiries.values()) nextExpiry = Math.min(nextExpiry ?? Infinity, at);
+    return {
+      base: b.base,
+      keys: this.keys,
+      keyGenerations: this.keyGenerations,
+      changedKeys: full ? undefined : changed,
+      verdicts: this.verdicts,
+      recompiled: full ? undefined : recompiled,
+      generations: b.generations,
+      needsKeySecret: [...this.missing.values()],
+      deleting: [...this.deleting.values()],
+      nextExpiry,
+    };
+  }
+
+  /** One ApiKey: parsed once per (ApiKey, key Secret) version; the organization must be in the snapshot. */
+  private compileKey(r: Resource<ApiKeySpec>, world: World, b: BaseCompiled, now: number, memo: KeyMemo | undefined): KeyResult {
     const name = r.metadata.name;
-    seen.add(name);
-    if (deleting(r)) continue; // revoked: out of the snapshot; the finalizer is released after the write
+    const generation = gen(r);
+    const bad = (reason: string, message: string, m = memo): KeyResult => ({ verdict: { kind: 'ApiKey', name, generation, included: false, ready: false, reason, message }, entry: undefined, generation, memo: m });
+    if (deleting(r)) {
+      // Revoked: out of the snapshot; the finalizer is released after the write.
+      this.deleting.set(name, r);
+      return { verdict: undefined, entry: undefined, generation, memo };
+    }
     const secretName = keySecretName(name);
     const secret = world.secret(secretName);
     if (!secret) {
-      needsKeySecret.push(r);
-      bad('ApiKey', r, 'Issuing', `generating the key into Secret "${secretName}"`);
-      continue;
+      this.missing.set(name, r);
+      return bad('Issuing', `generating the key into Secret "${secretName}"`);
     }
     const owners = secret.metadata.ownerReferences ?? [];
     if (!owners.some((o) => o.uid === r.metadata.uid)) {
-      if (owners.some((o) => o.kind === 'ApiKey' && o.name === name)) bad('ApiKey', r, 'Issuing', `Secret "${secretName}" of a previous ApiKey "${name}" is being garbage-collected`);
-      else bad('ApiKey', r, 'SecretConflict', `Secret "${secretName}" exists and is not owned by this ApiKey; delete or rename it`);
-      continue;
+      if (owners.some((o) => o.kind === 'ApiKey' && o.name === name)) return bad('Issuing', `Secret "${secretName}" of a previous ApiKey "${name}" is being garbage-collected`);
+      return bad('SecretConflict', `Secret "${secretName}" exists and is not owned by this ApiKey; delete or rename it`);
     }
-    const stamp = `${r.metadata.resourceVersion}|${secret.metadata.resourceVersion}`;
-    let m = memo.keys.get(name);
+    // The entry depends on the spec (metadata.generation), not on status writes or finalizers (resourceVersion):
+    // the echo of a status write re-hashes nothing and leaves the key's shard as it is.
+    const stamp = `${r.metadata.uid}|${generation}|${secret.metadata.resourceVersion}`;
+    let m = memo;
     if (!m || m.stamp !== stamp) {
       const key = secretValue(secret, 'key');
       if (!key || !looksLikeApiKey(key)) m = { stamp, entry: undefined, error: `Secret "${secretName}" data.key is not an sk_live_ key; delete the Secret to issue a new one` };
@@ -266,35 +381,28 @@ export function compile(world: World, now: number, memo = new CompileMemo()): Co
         const c = check(apiKeySchema, { id: name, hash: hashApiKey(key), prefix: displayPrefix(key), organization: s.organization, project: s.project, name: s.displayName, disabled: s.disabled, expiresAt: s.expiresAt, createdAt: timestamp(r.metadata.creationTimestamp) });
         m = c.ok ? { stamp, entry: c.value, error: undefined } : { stamp, entry: undefined, error: c.issues.join('; ') };
       }
-      memo.keys.set(name, m);
     }
-    if (!m.entry) {
-      bad('ApiKey', r, m.error!.startsWith('Secret') ? 'InvalidKeySecret' : 'InvalidSpec', m.error!);
-      continue;
-    }
+    if (!m.entry) return bad(m.error!.startsWith('Secret') ? 'InvalidKeySecret' : 'InvalidSpec', m.error!, m);
     const e = m.entry;
-    if (!orgs.has(e.organization)) {
-      const found = exists('Organization', e.organization);
-      bad('ApiKey', r, found ? 'OrganizationNotReady' : 'OrganizationNotFound', found ? `Organization "${e.organization}" is not Ready` : `Organization "${e.organization}" (spec.organization) not found`);
-      continue;
+    if (!b.orgs.has(e.organization)) {
+      const found = b.orgNames.has(e.organization);
+      return bad(found ? 'OrganizationNotReady' : 'OrganizationNotFound', found ? `Organization "${e.organization}" is not Ready` : `Organization "${e.organization}" (spec.organization) not found`, m);
     }
-    const other = hashes.get(e.hash);
-    if (other !== undefined) {
-      bad('ApiKey', r, 'DuplicateKey', `Secret "${secretName}" holds the same key as ApiKey "${other}"`);
-      continue;
+    const other = this.hashes.get(e.hash);
+    if (other !== undefined && other !== name) {
+      this.duplicates.add(name);
+      return bad('DuplicateKey', `Secret "${secretName}" holds the same key as ApiKey "${other}"`, m);
     }
-    hashes.set(e.hash, name);
-    keys.set(name, e);
-    generations.set(refOf('ApiKey', name), gen(r));
+    this.hashes.set(e.hash, name);
     const expires = e.expiresAt ? Date.parse(e.expiresAt) : undefined;
-    const base = { kind: 'ApiKey' as const, name, generation: gen(r), included: true, secretName, prefix: e.prefix };
-    if (e.disabled) verdicts.set(refOf('ApiKey', name), { ...base, ready: false, reason: 'Disabled', message: 'spec.disabled is true: requests with this key are refused' });
-    else if (expires !== undefined && expires <= now) verdicts.set(refOf('ApiKey', name), { ...base, ready: false, reason: 'Expired', message: `expired at ${e.expiresAt}: requests with this key are refused` });
+    const base = { kind: 'ApiKey' as const, name, generation, included: true, secretName, prefix: e.prefix };
+    let verdict: Verdict;
+    if (e.disabled) verdict = { ...base, ready: false, reason: 'Disabled', message: 'spec.disabled is true: requests with this key are refused' };
+    else if (expires !== undefined && expires <= now) verdict = { ...base, ready: false, reason: 'Expired', message: `expired at ${e.expiresAt}: requests with this key are refused` };
     else {
-      if (expires !== undefined) nextExpiry = Math.min(nextExpiry ?? Infinity, expires);
-      verdicts.set(refOf('ApiKey', name), { ...base, ready: true, reason: 'Issued', message: `key ${e.prefix}… is in Secret "${secretName}" (data.key)` });
+      if (expires !== undefined) this.expiries.set(name, expires);
+      verdict = { ...base, ready: true, reason: 'Issued', message: `key ${e.prefix}… is in Secret "${secretName}" (data.key)` };
     }
+    return { verdict, entry: e, generation, memo: m };
   }
-  for (const name of memo.keys.keys()) if (!seen.has(name)) memo.keys.delete(name);
-  return { base, keys, verdicts, generations, needsKeySecret, nextExpiry };
 }

@@ -1,19 +1,22 @@
-// The reconcile loop: informers feed one level-triggered, idempotent pass that compiles the whole namespace,
-// writes what changed, issues key Secrets, keeps the revocation finalizer, and brings every status up to date.
-// Writes happen only while `isLeader()` says so.
+// The reconcile loop: informers feed one level-triggered, idempotent pass that compiles the namespace, writes
+// what changed, issues key Secrets, keeps the revocation finalizer, and brings every status up to date. A pass
+// looks at the ApiKeys the informers reported changed, not all 50,000; a full pass (start, a relist of the
+// ApiKeys or Secrets, after an error) looks at everything. Writes happen only while `isLeader()` says so.
 import type { V1Lease } from '@kubernetes/client-node';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import { GATEWAY_REPORT_LABEL, SNAPSHOT_LABEL } from '../gateway/snapshot/kube-format.ts';
 import type { Compiled, World } from './compile.ts';
-import { compile, CompileMemo } from './compile.ts';
+import { Compiler } from './compile.ts';
 import type { Logger } from '../gateway/snapshot/kube-informer.ts';
 import { Informer, quietLogger } from '../gateway/snapshot/kube-informer.ts';
+import type { ChangeType } from '../gateway/snapshot/kube-informer.ts';
 import type { ApiKeySpec, Kind, Resource, SecretObject } from './kinds.ts';
 import { API_KEY_LABEL, API_VERSION, FINALIZER, KIND_NAMES, keySecretName, refOf } from './kinds.ts';
 import type { KubeClient } from './kube.ts';
 import { statusOf } from './kube.ts';
 import type { WriteResult, WriterOptions } from './snapshot-writer.ts';
 import { SnapshotWriter } from './snapshot-writer.ts';
+import { WorkQueue } from './work-queue.ts';
 import { desiredStatus, livePods, sameStatus, statusKey } from './status.ts';
 import type { OperatorMetrics } from '../gateway/telemetry/operator-metrics.ts';
 
@@ -22,7 +25,7 @@ export interface ControllerOptions {
   log?: Logger;
   isLeader?: () => boolean;
   writer?: WriterOptions;
-  /** Full reconcile this often even without events (default 30 s): lease expiry, clock-driven expiry. */
+  /** A pass this often even without events (default 30 s): lease expiry, clock-driven expiry. */
   resyncMs?: number;
   /** Informer tuning (tests shorten these). */
   informer?: { relistMs?: number; lastSeenLimitMs?: number; backoffBaseMs?: number; backoffMaxMs?: number };
@@ -52,7 +55,12 @@ export class Controller {
   private readonly log: Logger;
   private readonly isLeader: () => boolean;
   readonly writer: SnapshotWriter;
-  private readonly memo = new CompileMemo();
+  private readonly compiler = new Compiler();
+  /** What changed since the last pass: ApiKeys by name (the resource or its key Secret), any resource by ref. */
+  private dirty = { full: true, keys: new Set<string>(), refs: new Set<string>() };
+  /** Resources whose Applied condition still depends on which pods serve what. */
+  private readonly podDependent = new Set<string>();
+  private lastPodsKey = '';
   readonly informers: Record<Kind, Informer<Resource>>;
   readonly secrets: Informer<SecretObject>;
   readonly leases: Informer<V1Lease>;
@@ -63,10 +71,13 @@ export class Controller {
   private running: Promise<void> | undefined;
   private again = false;
   private started = false;
+  /** Every informer's first list is in: before that a pass would see, say, ApiKeys without their key Secrets. */
+  private synced = false;
   private recovered = false;
-  private readonly statusQueue = new Map<string, { kind: Kind; name: string; status: Record<string, unknown> }>();
-  private statusWorkers = 0;
-  private readonly inFlight = new Set<string>();
+  /** Status patches, latest per resource wins. */
+  private readonly statuses: WorkQueue;
+  /** Key Secrets to create and finalizers to add, each once at a time. */
+  private readonly writes: WorkQueue;
   private readonly sentStatus = new Map<string, string>();
   private readonly settled = new Map<string, string>();
   private readonly eventsSent = new Set<string>();
@@ -80,10 +91,22 @@ export class Controller {
     this.log = o.log ?? quietLogger;
     this.isLeader = o.isLeader ?? (() => true);
     this.writer = new SnapshotWriter(o.client, o.writer);
+    this.statuses = new WorkQueue(o.statusConcurrency ?? 16, () => this.checkIdle());
+    this.writes = new WorkQueue(o.statusConcurrency ?? 16, () => this.checkIdle());
     const common = { kc: o.client.kc, log: this.log, ...o.informer };
-    const onChange = () => this.schedule();
+    const onChange = (kind: Kind) => (type: ChangeType, obj: Resource | undefined, old: Resource | undefined) => {
+      const name = obj?.metadata.name ?? old?.metadata.name;
+      // A relist of the ApiKeys brings a full pass: the level-triggered safety net for the keys (every pass
+      // compiles the other kinds whole anyway).
+      if (type === 'sync' || name === undefined) this.dirty.full ||= kind === 'ApiKey';
+      else {
+        this.dirty.refs.add(refOf(kind, name));
+        if (kind === 'ApiKey') this.dirty.keys.add(name);
+      }
+      this.schedule();
+    };
     this.informers = Object.fromEntries(
-      KIND_NAMES.map((kind) => [kind, new Informer<Resource>({ ...common, name: kind, path: o.client.crPath(kind), list: () => o.client.listResources(kind), onChange })]),
+      KIND_NAMES.map((kind) => [kind, new Informer<Resource>({ ...common, name: kind, path: o.client.crPath(kind), list: () => o.client.listResources(kind), onChange: onChange(kind) })]),
     ) as Record<Kind, Informer<Resource>>;
     this.secrets = new Informer<SecretObject>({
       ...common,
@@ -92,7 +115,17 @@ export class Controller {
       list: () => o.client.listSecrets(),
       // Our own snapshot writes come back as events; they need no reconcile.
       onChange: (type, obj, old) => {
-        if (type === 'sync' || !(obj?.metadata.labels?.[SNAPSHOT_LABEL] ?? old?.metadata.labels?.[SNAPSHOT_LABEL])) this.schedule();
+        if (type === 'sync') this.dirty.full = true;
+        else if (obj?.metadata.labels?.[SNAPSHOT_LABEL] ?? old?.metadata.labels?.[SNAPSHOT_LABEL]) return;
+        else {
+          // A key Secret: its ApiKey is compiled again. Any other Secret may be a Provider's credential, and
+          // every pass compiles the Providers.
+          const name = obj?.metadata.name ?? old?.metadata.name ?? '';
+          if (name.endsWith('-key')) this.dirty.keys.add(name.slice(0, -'-key'.length));
+          const owner = obj?.metadata.labels?.[API_KEY_LABEL] ?? old?.metadata.labels?.[API_KEY_LABEL];
+          if (owner) this.dirty.keys.add(owner);
+        }
+        this.schedule();
       },
     });
     this.leases = new Informer<V1Lease>({
@@ -108,6 +141,11 @@ export class Controller {
   async start(): Promise<void> {
     this.started = true;
     await Promise.all([...Object.values(this.informers).map((i) => i.start()), this.secrets.start(), this.leases.start()]);
+    if (!this.started) return;
+    this.synced = true;
+    this.dirty.full = true;
+    // Not a full pass: what changes with the clock alone is the gateway pods' leases running out (statuses) and
+    // keys expiring (the compiler tracks those). Each informer's periodic relist brings a full pass.
     this.resync = setInterval(() => this.schedule(), this.o.resyncMs ?? 30_000);
     this.resync.unref();
     this.schedule(0);
@@ -115,6 +153,9 @@ export class Controller {
 
   async stop(): Promise<void> {
     this.started = false;
+    this.synced = false;
+    this.statuses.clear();
+    this.writes.clear();
     clearTimeout(this.timer);
     clearInterval(this.resync);
     clearTimeout(this.expiryTimer);
@@ -126,16 +167,20 @@ export class Controller {
 
   /** Resolves when no reconcile is pending or running and the status queue is empty (tests). */
   idle(): Promise<void> {
-    if (!this.timer && !this.running && this.statusQueue.size === 0 && this.statusWorkers === 0 && this.inFlight.size === 0) return Promise.resolve();
+    if (this.isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  private isIdle(): boolean {
+    return !this.timer && !this.running && this.statuses.idle && this.writes.idle;
+  }
+
   private checkIdle(): void {
-    if (!this.timer && !this.running && this.statusQueue.size === 0 && this.statusWorkers === 0 && this.inFlight.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+    if (this.isIdle()) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   schedule(delay = this.o.debounceMs ?? 5): void {
-    if (!this.started) return;
+    if (!this.started || !this.synced) return;
     if (this.running) {
       this.again = true;
       return;
@@ -160,7 +205,8 @@ export class Controller {
       pricingGroups: list('PricingGroup'),
       models: list('Model'),
       organizations: list('Organization'),
-      apiKeys: list('ApiKey'),
+      apiKeys: () => this.informers.ApiKey.list() as Resource<ApiKeySpec>[],
+      apiKey: (name) => this.informers.ApiKey.get(name) as Resource<ApiKeySpec> | undefined,
       secret: (name) => this.secrets.get(name),
     };
   }
@@ -169,13 +215,16 @@ export class Controller {
     if (!this.isLeader() || !this.started) return;
     const t0 = performance.now();
     this.stats.reconciles++;
+    const d = this.dirty;
+    this.dirty = { full: false, keys: new Set(), refs: new Set() };
     try {
       const now = Date.now();
-      const c = compile(this.world(), now, this.memo);
+      const c = this.compiler.compile(this.world(), now, d.full ? undefined : d.keys);
       this.last = c;
       this.countInvalid(c);
       for (const r of c.needsKeySecret) this.issueKey(r);
-      for (const r of this.informers.ApiKey.list()) {
+      const apiKeys = d.full ? this.informers.ApiKey.list() : [...d.keys].map((n) => this.informers.ApiKey.get(n)).filter((r) => r !== undefined);
+      for (const r of apiKeys) {
         if (!r.metadata.deletionTimestamp && !(r.metadata.finalizers ?? []).includes(FINALIZER)) this.setFinalizers(r, [...(r.metadata.finalizers ?? []), FINALIZER]);
       }
       if (!this.recovered) {
@@ -190,14 +239,16 @@ export class Controller {
         this.stats.snapshotWrites++;
         this.log.info({ generation: w.generation, version: w.version, shardsWritten: w.shardsWritten, shards: w.shards.length, keys: c.keys.size }, 'snapshot written');
       }
-      if (w.rejectedKeys.size) this.log.error({ rejected: Object.fromEntries(w.rejectedKeys) }, 'the snapshot schema rejected keys the compiler accepted; nothing written');
-      // The snapshot in the cluster no longer holds deleting keys: their finalizer may go.
-      else {
-        for (const r of this.informers.ApiKey.list()) {
-          if (r.metadata.deletionTimestamp && (r.metadata.finalizers ?? []).includes(FINALIZER)) this.setFinalizers(r, (r.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
+      if (w.rejectedKeys.size) {
+        this.log.error({ rejected: Object.fromEntries(w.rejectedKeys) }, 'the snapshot schema rejected keys the compiler accepted; nothing written');
+        this.dirty.full = true;
+      } else {
+        // The snapshot in the cluster no longer holds deleting keys: their finalizer may go.
+        for (const r of c.deleting) {
+          if ((r.metadata.finalizers ?? []).includes(FINALIZER)) this.setFinalizers(r, (r.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
         }
       }
-      this.updateStatuses(c, now);
+      this.updateStatuses(c, now, d.full || c.recompiled === undefined ? undefined : new Set([...c.recompiled, ...d.refs]));
       clearTimeout(this.expiryTimer);
       if (c.nextExpiry !== undefined) {
         this.expiryTimer = setTimeout(() => this.schedule(0), Math.min(2 ** 31 - 1, Math.max(0, c.nextExpiry - Date.now() + 5)));
@@ -206,6 +257,8 @@ export class Controller {
       this.stats.lastError = undefined;
     } catch (err) {
       this.stats.lastError = (err as Error).message;
+      // What this pass had to do is not known to be done: the next one looks at everything.
+      this.dirty.full = true;
       this.log.error({ err: (err as Error).message, status: statusOf(err) }, 'reconcile failed; retrying');
       setTimeout(() => this.schedule(), 500).unref();
     } finally {
@@ -222,79 +275,87 @@ export class Controller {
     for (const [kind, n] of invalid) m.invalidResources(kind, n);
   }
 
-  private updateStatuses(c: Compiled, now: number): void {
+  /** Brings the statuses of `refs` (of every resource when undefined) up to date. */
+  private updateStatuses(c: Compiled, now: number, refs: Set<string> | undefined): void {
     const pods = livePods(this.leases.list(), now);
     const podsKey = pods.map((p) => `${p.name}=${p.generation}`).sort().join(',');
+    if (refs && podsKey !== this.lastPodsKey) for (const ref of this.podDependent) refs.add(ref);
+    this.lastPodsKey = podsKey;
     if (this.settled.size > 2 * KIND_NAMES.reduce((n, k) => n + this.informers[k].size, 0) + 1000) this.settled.clear();
     const stamp = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
-    for (const kind of KIND_NAMES) {
-      for (const r of this.informers[kind].list()) {
-        if (r.metadata.deletionTimestamp) continue;
-        const ref = refOf(kind, r.metadata.name);
-        const v = c.verdicts.get(ref);
-        if (v && !v.ready && !NO_EVENT_REASONS.has(v.reason)) this.warn(kind, r, v.reason, v.message);
-        // Nothing that decides this status changed since it was last found current: skip the work (50,000 keys).
-        const inputs = `${r.metadata.resourceVersion}|${v ? `${v.included}|${v.reason}|${v.message}|${v.prefix}` : '-'}|${this.writer.includedSince.get(ref)}|${podsKey}|${this.secrets.get(keySecretName(r.metadata.name))?.metadata.resourceVersion ?? ''}`;
-        if (this.settled.get(ref) === inputs) continue;
-        let extra: Record<string, unknown> = {};
-        if (kind === 'ApiKey') {
-          const secret = this.secrets.get(keySecretName(r.metadata.name));
-          const owned = secret?.metadata.ownerReferences?.some((o) => o.uid === r.metadata.uid);
-          extra = { secretName: owned ? keySecretName(r.metadata.name) : undefined, prefix: v?.prefix ?? r.status?.prefix };
-          if (extra.secretName === undefined) delete extra.secretName;
-          if (extra.prefix === undefined) delete extra.prefix;
-        } else if (kind === 'Model') {
-          // `kubectl get models` shows this joined list: a printer column shows only the first value of a list path.
-          const ups = (r.spec as { upstreams?: { protocol?: string }[] } | undefined)?.upstreams ?? [];
-          const protocols = [...new Set(ups.map((u) => u.protocol).filter((p): p is string => typeof p === 'string'))].join(',');
-          if (protocols) extra = { protocols };
-        }
-        const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, extra, stamp);
-        if (sameStatus(r.status, desired)) {
+    const todo: [Kind, Resource][] = [];
+    if (!refs) for (const kind of KIND_NAMES) for (const r of this.informers[kind].list()) todo.push([kind, r]);
+    else {
+      for (const ref of refs) {
+        const i = ref.indexOf('/');
+        const kind = ref.slice(0, i) as Kind;
+        const r = this.informers[kind].get(ref.slice(i + 1));
+        if (r) todo.push([kind, r]);
+        else {
+          this.settled.delete(ref);
           this.sentStatus.delete(ref);
-          this.settled.set(ref, inputs);
-          continue;
+          this.podDependent.delete(ref);
         }
-        this.settled.delete(ref);
-        // Written already and its echo not seen yet: do not write it again.
-        const key = statusKey(desired);
-        if (this.sentStatus.get(ref) === key) continue;
-        this.sentStatus.set(ref, key);
-        this.queueStatus(kind, r.metadata.name, desired);
       }
+    }
+    for (const [kind, r] of todo) {
+      if (r.metadata.deletionTimestamp) continue;
+      const ref = refOf(kind, r.metadata.name);
+      const v = c.verdicts.get(ref);
+      if (v && !v.ready && !NO_EVENT_REASONS.has(v.reason)) this.warn(kind, r, v.reason, v.message);
+      // Nothing that decides this status changed since it was last found current: skip the work (50,000 keys).
+      // Applied=True at this generation stays as it is (desiredStatus): then which pods serve what does not count,
+      // so a gateway pod reporting a new generation does not send all 50,000 keys through desiredStatus.
+      const applied = v?.included && r.status?.conditions?.some((c) => c.type === 'Applied' && c.status === 'True' && c.observedGeneration === (r.metadata.generation ?? 0));
+      if (applied) this.podDependent.delete(ref);
+      else this.podDependent.add(ref);
+      const inputs = `${r.metadata.resourceVersion}|${v ? `${v.included}|${v.reason}|${v.message}|${v.prefix}` : '-'}|${applied ? 'applied' : `${this.writer.includedSince.get(ref)}|${podsKey}`}|${this.secrets.get(keySecretName(r.metadata.name))?.metadata.resourceVersion ?? ''}`;
+      if (this.settled.get(ref) === inputs) continue;
+      let extra: Record<string, unknown> = {};
+      if (kind === 'ApiKey') {
+        const secret = this.secrets.get(keySecretName(r.metadata.name));
+        const owned = secret?.metadata.ownerReferences?.some((o) => o.uid === r.metadata.uid);
+        extra = { secretName: owned ? keySecretName(r.metadata.name) : undefined, prefix: v?.prefix ?? r.status?.prefix };
+        if (extra.secretName === undefined) delete extra.secretName;
+        if (extra.prefix === undefined) delete extra.prefix;
+      } else if (kind === 'Model') {
+        // `kubectl get models` shows this joined list: a printer column shows only the first value of a list path.
+        const ups = (r.spec as { upstreams?: { protocol?: string }[] } | undefined)?.upstreams ?? [];
+        const protocols = [...new Set(ups.map((u) => u.protocol).filter((p): p is string => typeof p === 'string'))].join(',');
+        if (protocols) extra = { protocols };
+      }
+      const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, extra, stamp);
+      if (sameStatus(r.status, desired)) {
+        this.sentStatus.delete(ref);
+        this.settled.set(ref, inputs);
+        continue;
+      }
+      this.settled.delete(ref);
+      // Written already and its echo not seen yet: do not write it again.
+      const key = statusKey(desired);
+      if (this.sentStatus.get(ref) === key) continue;
+      this.sentStatus.set(ref, key);
+      this.queueStatus(kind, r.metadata.name, desired);
     }
   }
 
   private queueStatus(kind: Kind, name: string, status: Record<string, unknown>): void {
-    this.statusQueue.set(refOf(kind, name), { kind, name, status });
-    const max = this.o.statusConcurrency ?? 16;
-    while (this.statusWorkers < max && this.statusWorkers < this.statusQueue.size) {
-      this.statusWorkers++;
-      void this.statusWorker();
-    }
-  }
-
-  private async statusWorker(): Promise<void> {
-    try {
-      while (this.statusQueue.size > 0 && this.isLeader()) {
-        const [ref, job] = this.statusQueue.entries().next().value as [string, { kind: Kind; name: string; status: Record<string, unknown> }];
-        this.statusQueue.delete(ref);
-        try {
-          await this.client.patchStatus(job.kind, job.name, job.status);
-          this.stats.statusWrites++;
-          this.stats.statusWritesByKind[job.kind] = (this.stats.statusWritesByKind[job.kind] ?? 0) + 1;
-        } catch (err) {
-          this.sentStatus.delete(ref);
-          if (statusOf(err) !== 404) {
-            this.log.warn({ resource: ref, err: (err as Error).message }, 'status update failed; the next pass retries');
-            setTimeout(() => this.schedule(), 500).unref();
-          }
+    const ref = refOf(kind, name);
+    this.statuses.set(ref, async () => {
+      if (!this.isLeader() || !this.started) return;
+      try {
+        await this.client.patchStatus(kind, name, status);
+        this.stats.statusWrites++;
+        this.stats.statusWritesByKind[kind] = (this.stats.statusWritesByKind[kind] ?? 0) + 1;
+      } catch (err) {
+        this.sentStatus.delete(ref);
+        this.dirty.refs.add(ref);
+        if (statusOf(err) !== 404) {
+          this.log.warn({ resource: ref, err: (err as Error).message }, 'status update failed; the next pass retries');
+          setTimeout(() => this.schedule(), 500).unref();
         }
       }
-    } finally {
-      this.statusWorkers--;
-      this.checkIdle();
-    }
+    });
   }
 
   private warn(kind: Kind, r: Resource, reason: string, message: string): void {
@@ -307,19 +368,14 @@ export class Controller {
   }
 
   private track(key: string, work: () => Promise<void>): void {
-    if (this.inFlight.has(key)) return;
-    this.inFlight.add(key);
-    void work().finally(() => {
-      this.inFlight.delete(key);
-      this.checkIdle();
-    });
+    this.writes.add(key, work);
   }
 
   /** Generates the key once, into a Secret the ApiKey owns (deleting the ApiKey deletes it). */
   private issueKey(r: Resource<ApiKeySpec>): void {
     const name = keySecretName(r.metadata.name);
     this.track(`issue:${name}`, async () => {
-      if (!this.isLeader()) return;
+      if (!this.isLeader() || !this.started) return;
       const g = generateApiKey();
       try {
         await this.client.createSecret({
@@ -340,9 +396,9 @@ export class Controller {
     });
   }
 
-  private setFinalizers(r: Resource, finalizers: string[]): void {
+  private setFinalizers(r: Resource<unknown>, finalizers: string[]): void {
     this.track(`finalizer:${r.metadata.name}:${r.metadata.resourceVersion}`, async () => {
-      if (!this.isLeader()) return;
+      if (!this.isLeader() || !this.started) return;
       try {
         await this.client.setFinalizers('ApiKey', r.metadata.name, r.metadata.resourceVersion!, finalizers);
       } catch (err) {

@@ -295,4 +295,26 @@ describe('operator reconcile', () => {
     expect(controller.stats.statusWrites).toBe(statusWrites);
     expect(api.stats.writes).toBe(before);
   });
+
+  it('a restart reconciles only once every first list is in: a slow Secret list neither re-issues keys nor empties the snapshot', async () => {
+    await settle();
+    const keys = (await snapshot()).apiKeys.map((k) => k.id).sort();
+    expect(keys.length).toBeGreaterThan(0);
+    await controller.stop();
+    const before = api.stats.writes;
+    // The ApiKeys arrive at once, their key Secrets half a second later (a large namespace under load).
+    api.delay = ({ method, path, watch }) => (method === 'GET' && !watch && path.endsWith('/secrets') ? 500 : 0);
+    try {
+      controller = new Controller({ client: new KubeClient(api.kubeConfig(NS), NS), informer: { backoffBaseMs: 50, backoffMaxMs: 500 } });
+      await controller.start();
+      await settle();
+    } finally {
+      api.delay = undefined;
+    }
+    expect(controller.stats.keysIssued).toBe(0);
+    expect(controller.stats.statusWrites).toBe(0);
+    expect(controller.stats.snapshotWrites).toBe(0);
+    expect(api.stats.writes).toBe(before);
+    expect((await snapshot()).apiKeys.map((k) => k.id).sort()).toEqual(keys);
+  });
 });

@@ -51,7 +51,9 @@ export class SnapshotWriter {
   private readonly stored = new Map<string, string>();
   generation = 0;
   version = '';
+  /** The generation each resource is in the cluster's snapshot with: "Kind/name" (ApiKeys apart, by name). */
   private readonly lastGenerations = new Map<string, number>();
+  private readonly lastKeyGenerations = new Map<string, number>();
   /** "Kind/name" → the snapshot generation from which its current metadata.generation is served. */
   readonly includedSince = new Map<string, number>();
 
@@ -84,7 +86,7 @@ export class SnapshotWriter {
         if (!data) continue;
         const shard = JSON.parse(gunzipBase64(data)) as KeyShard;
         for (const [name, g] of Object.entries(shard.generations)) {
-          this.lastGenerations.set(refOf('ApiKey', name), g);
+          this.lastKeyGenerations.set(name, g);
           this.includedSince.set(refOf('ApiKey', name), m.generation);
         }
       }
@@ -96,14 +98,17 @@ export class SnapshotWriter {
   async write(c: Compiled): Promise<WriteResult> {
     const baseJson = encodeJson(c.base);
     const orgFingerprint = c.base.organizations.map((o) => o.id).join(',');
-    const needed = Math.max(1, 2 ** Math.ceil(Math.log2(Math.max(1, Math.ceil(this.estimateJsonBytes(c) / this.targetShardJsonBytes)))));
+    // A pass that changed a few keys keeps the count (a shard that outgrows its limit still doubles it below);
+    // full passes (start, relist, the periodic resync) size it to the number of keys.
+    const incremental = c.changedKeys !== undefined && this.shardCount > 0 && orgFingerprint === this.orgFingerprint;
+    const needed = incremental ? this.shardCount : Math.max(1, 2 ** Math.ceil(Math.log2(Math.max(1, Math.ceil(this.estimateJsonBytes(c) / this.targetShardJsonBytes)))));
     // Grow at once; shrink only when far too many, so the count does not flap.
     let count = this.shardCount === 0 || needed > this.shardCount || needed * 4 <= this.shardCount ? needed : this.shardCount;
     const rejectedKeys = new Map<string, string>();
     let next: ShardState[];
     let dirty: Set<number>;
     for (;;) {
-      ({ next, dirty } = this.partition(c, count));
+      ({ next, dirty } = incremental && count === this.shardCount ? this.patch(c, c.changedKeys!) : this.partition(c, count));
       if (count !== this.shardCount || orgFingerprint !== this.orgFingerprint) for (let i = 0; i < count; i++) dirty.add(i);
       for (const i of dirty) this.serialize(next[i], c, rejectedKeys);
       if (rejectedKeys.size > 0) return { written: false, generation: this.generation, version: this.version, shardsWritten: 0, shards: [], rejectedKeys };
@@ -157,18 +162,20 @@ export class SnapshotWriter {
     this.generation = generation;
     this.version = version;
     this.commitState(next, count, baseJson.checksum, orgFingerprint);
-    for (const [ref, g] of c.generations) {
-      if (this.lastGenerations.get(ref) !== g) {
-        this.lastGenerations.set(ref, g);
+    const since = (last: Map<string, number>, id: string, ref: string, g: number | undefined) => {
+      if (g === undefined) {
+        last.delete(id);
+        this.includedSince.delete(ref);
+      } else if (last.get(id) !== g) {
+        last.set(id, g);
         this.includedSince.set(ref, generation);
       }
-    }
-    for (const ref of [...this.lastGenerations.keys()]) {
-      if (!c.generations.has(ref)) {
-        this.lastGenerations.delete(ref);
-        this.includedSince.delete(ref);
-      }
-    }
+    };
+    for (const [ref, g] of c.generations) since(this.lastGenerations, ref, ref, g);
+    for (const ref of [...this.lastGenerations.keys()]) if (!c.generations.has(ref)) since(this.lastGenerations, ref, ref, undefined);
+    // Only the keys that changed, unless this was a full pass.
+    for (const name of c.changedKeys ?? c.keyGenerations.keys()) since(this.lastKeyGenerations, name, refOf('ApiKey', name), c.keyGenerations.get(name));
+    if (!c.changedKeys) for (const name of [...this.lastKeyGenerations.keys()]) if (!c.keyGenerations.has(name)) since(this.lastKeyGenerations, name, refOf('ApiKey', name), undefined);
     return { written: true, generation, version, shardsWritten: toWrite.length, shards: summary, rejectedKeys };
   }
 
@@ -189,7 +196,7 @@ export class SnapshotWriter {
   /** Puts each key in its shard; a shard is dirty when any member's entry (object identity from the compile memo) or generation changed. */
   private partition(c: Compiled, count: number): { next: ShardState[]; dirty: Set<number> } {
     const next: ShardState[] = Array.from({ length: count }, () => ({ members: new Map(), checksum: '', bytes: 0, data: '' }));
-    for (const [name, entry] of c.keys) next[shardOf(name, count)].members.set(name, { entry, generation: c.generations.get(refOf('ApiKey', name)) ?? 0 });
+    for (const [name, entry] of c.keys) next[shardOf(name, count)].members.set(name, { entry, generation: c.keyGenerations.get(name) ?? 0 });
     const dirty = new Set<number>();
     for (let i = 0; i < count; i++) {
       const s = next[i];
@@ -211,6 +218,23 @@ export class SnapshotWriter {
       s.checksum = prev.checksum;
       s.bytes = prev.bytes;
       s.data = prev.data;
+    }
+    return { next, dirty };
+  }
+
+  /** The shards of the changed keys, from the last state; the others are the same objects as before. */
+  private patch(c: Compiled, changed: ReadonlySet<string>): { next: ShardState[]; dirty: Set<number> } {
+    const next = [...this.shards];
+    const dirty = new Set<number>();
+    for (const name of changed) {
+      const i = shardOf(name, this.shardCount);
+      if (!dirty.has(i)) {
+        dirty.add(i);
+        next[i] = { members: new Map(this.shards[i].members), checksum: '', bytes: 0, data: '' };
+      }
+      const entry = c.keys.get(name);
+      if (entry) next[i].members.set(name, { entry, generation: c.keyGenerations.get(name) ?? 0 });
+      else next[i].members.delete(name);
     }
     return { next, dirty };
   }

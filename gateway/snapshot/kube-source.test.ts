@@ -35,18 +35,20 @@ describe('kube snapshot source', () => {
   }
 
   /** Writes a snapshot the way the operator does; `tamper` breaks one rule. */
-  async function publish(price: string, tamper?: 'checksum' | 'invalid' | 'shard-only'): Promise<number> {
+  async function publish(price: string, tamper?: 'checksum' | 'invalid' | 'shard-only' | 'bad-key' | 'duplicate'): Promise<number> {
     const b = encodeJson(tamper === 'invalid' ? { ...base(price), models: [{ ...base(price).models[0], pricingGroup: 'missing' }] } : base(price));
-    const shard = encodeJson({ keys: [{ id: 'k', hash: key.hash, prefix: key.prefix, organization: 'acme', project: 'web', disabled: price === '9' }], generations: { k: 1 } });
-    await put(shardSecretName(0), { 'keys.json.gz': gzipBase64(shard.text) });
+    const entry = { id: 'k', hash: key.hash, prefix: key.prefix, organization: tamper === 'bad-key' ? 'ghost' : 'acme', project: 'web', disabled: price === '9' };
+    const shards = [encodeJson({ keys: [entry], generations: { k: 1 } })];
+    // The same key again in a second shard: each shard is valid on its own, the snapshot is not.
+    if (tamper === 'duplicate') shards.push(encodeJson({ keys: [{ ...entry, id: 'k2' }], generations: { k2: 1 } }));
+    for (const [i, sh] of shards.entries()) await put(shardSecretName(i), { 'keys.json.gz': gzipBase64(sh.text) });
     if (tamper === 'shard-only') return generation;
     generation++;
-    const version = tamper === 'checksum' ? sha256('something else') : sha256(`${b.checksum}|${shard.checksum}`);
-    const manifest: SnapshotManifest = { format: 1, version, generation, baseChecksum: b.checksum, shards: [{ name: shardSecretName(0), checksum: shard.checksum, keys: 1 }], generations: {}, writtenAt: new Date().toISOString() };
+    const version = tamper === 'checksum' ? sha256('something else') : sha256(`${b.checksum}|${shards.map((sh) => sh.checksum).join(',')}`);
+    const manifest: SnapshotManifest = { format: 1, version, generation, baseChecksum: b.checksum, shards: shards.map((sh, i) => ({ name: shardSecretName(i), checksum: sh.checksum, keys: 1 })), generations: {}, writtenAt: new Date().toISOString() };
     await put(MANIFEST_SECRET, { 'manifest.json': Buffer.from(JSON.stringify(manifest)).toString('base64'), 'base.json': Buffer.from(b.text).toString('base64') });
     return generation;
   }
-
 
   beforeAll(async () => {
     api = await startFakeApiServer({ bookmarkIntervalMs: 100 });
@@ -84,6 +86,13 @@ describe('kube snapshot source', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(holder.current).toBe(good);
     await publish('5', 'invalid');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(holder.current).toBe(good);
+    // A shard is validated on its own (its keys' organization must be in the base) and across shards.
+    await publish('5', 'bad-key');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(holder.current).toBe(good);
+    await publish('5', 'duplicate');
     await new Promise((r) => setTimeout(r, 200));
     expect(holder.current).toBe(good);
     const g = await publish('6');

@@ -1,16 +1,19 @@
 // Cluster mode: the snapshot comes from the operator's Secrets, read through the Kubernetes API with a watch.
 // A new snapshot is assembled from the manifest and its key shards, every part's checksum verified, validated
-// with parseSnapshot and only then switched to; anything less keeps the last good snapshot serving. The pod
-// reports the snapshot generation it serves on its own Lease, which the operator counts (condition Applied).
+// with parseSnapshot (a shard together with the base it refers to; across shards, no id or key twice) and only
+// then switched to; anything less keeps the last good snapshot serving. The pod reports the snapshot generation
+// it serves on its own Lease, which the operator counts (condition Applied).
 import { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { V1Lease } from '@kubernetes/client-node';
 import { hostname } from 'node:os';
 import type { Logger } from './file-source.ts';
 import type { SnapshotHolder } from './holder.ts';
 import { Informer, shareConnections, statusOf } from './kube-informer.ts';
-import type { KeyShard, SnapshotKey, SnapshotManifest } from './kube-format.ts';
+import type { KeyShard, SnapshotManifest } from './kube-format.ts';
 import { GATEWAY_REPORT_LABEL, gatewayLeaseName, gunzipBase64, MANIFEST_SECRET, SERVED_GENERATION_ANNOTATION, SERVED_VERSION_ANNOTATION, sha256, SNAPSHOT_LABEL } from './kube-format.ts';
-import { compileSnapshot } from './runtime.ts';
+import type { RuntimeBase, RuntimeKey } from './runtime.ts';
+import type { Snapshot } from './schema.ts';
+import { compileBase, compileKeys } from './runtime.ts';
 import { parseSnapshot } from './validate.ts';
 
 export interface KubeSourceOptions {
@@ -56,7 +59,6 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
   const podName = o.podName ?? process.env.POD_NAME ?? hostname();
   const core = kc.makeApiClient(CoreV1Api);
   const leases = kc.makeApiClient(CoordinationV1Api);
-  const shardCache = new Map<string, SnapshotKey[]>();
   let rejectedVersion = '';
   let waitingFor = '';
   let pending: NodeJS.Immediate | undefined;
@@ -86,6 +88,12 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
     waitingFor = why;
   }
 
+  // Parts already checked, by checksum: a change to one key rewrites one shard, and only that shard is
+  // gunzipped, parsed, validated and compiled again. A shard's validity depends on the base only through its
+  // organization ids, so a price change validates no shard again; it only re-links the keys to the new base.
+  let base: { checksum: string; raw: Record<string, unknown>; orgs: string; runtime: RuntimeBase } | undefined;
+  const shardCache = new Map<string, { orgs: string; keys: Snapshot['apiKeys']; runtime: RuntimeBase | undefined; pairs: [string, RuntimeKey][] }>();
+
   function assemble(): void {
     const manifestText = text(informer.get(MANIFEST_SECRET), 'manifest.json');
     const baseText = text(informer.get(MANIFEST_SECRET), 'base.json');
@@ -98,39 +106,57 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
     }
     if (o.holder.current?.version === manifest.version || manifest.version === rejectedVersion) return;
     if (sha256(baseText) !== manifest.baseChecksum) return wait(`base of ${manifest.version} does not match its checksum`);
-    const keys: SnapshotKey[] = [];
+    const reject = (err: string) => {
+      rejectedVersion = manifest.version;
+      o.log.error({ version: manifest.version, err }, 'snapshot rejected; still serving the last good snapshot');
+    };
+    if (sha256(`${manifest.baseChecksum}|${manifest.shards.map((s) => s.checksum).join(',')}`) !== manifest.version) return reject('the version is not the checksum of its parts');
+    try {
+      if (base?.checksum !== manifest.baseChecksum) {
+        const raw = JSON.parse(baseText) as Record<string, unknown>;
+        const parsed = parseSnapshot({ ...raw, apiKeys: [] }, `Secret ${namespace}/${MANIFEST_SECRET}`);
+        const orgs = parsed.organizations.map((org) => org.id).sort().join(',');
+        base = { checksum: manifest.baseChecksum, raw, orgs, runtime: compileBase(parsed, { warn: (m) => o.log.warn({ namespace }, m) }) };
+      }
+    } catch (err) {
+      return reject((err as Error).message);
+    }
+    const keysByHash = new Map<string, RuntimeKey>();
+    const ids = new Set<string>();
     const used = new Set<string>();
     for (const sh of manifest.shards) {
-      let shardKeys = shardCache.get(sh.checksum);
-      if (!shardKeys) {
+      // A shard is checked together with the base it refers to (its keys' organizations).
+      let shard = shardCache.get(sh.checksum);
+      if (shard?.orgs !== base.orgs) {
         const data = informer.get(sh.name)?.data?.['keys.json.gz'];
         if (!data) return wait(`shard ${sh.name} of ${manifest.version} not there yet`);
         const json = gunzipBase64(data);
         // Shards are written before the manifest: a mismatch is a shard that is newer or older than it.
         if (sha256(json) !== sh.checksum) return wait(`shard ${sh.name} does not match manifest ${manifest.version} yet`);
-        shardKeys = (JSON.parse(json) as KeyShard).keys;
-        shardCache.set(sh.checksum, shardKeys);
+        try {
+          const parsed = parseSnapshot({ ...base.raw, apiKeys: (JSON.parse(json) as KeyShard).keys }, `Secret ${namespace}/${sh.name}`);
+          shard = { orgs: base.orgs, keys: parsed.apiKeys, runtime: undefined, pairs: [] };
+        } catch (err) {
+          return reject((err as Error).message);
+        }
+        shardCache.set(sh.checksum, shard);
+      }
+      if (shard.runtime !== base.runtime) {
+        shard.pairs = compileKeys(shard.keys, base.runtime.organizations);
+        shard.runtime = base.runtime;
       }
       used.add(sh.checksum);
-      for (const k of shardKeys) keys.push(k);
+      // What the schema checks within one shard, across shards: no id and no key twice.
+      for (const [hash, k] of shard.pairs) {
+        if (keysByHash.has(hash) || ids.has(k.id)) return reject(`${sh.name}: key "${k.id}" is in more than one shard`);
+        keysByHash.set(hash, k);
+        ids.add(k.id);
+      }
     }
-    for (const sum of shardCache.keys()) if (!used.has(sum)) shardCache.delete(sum);
-    if (sha256(`${manifest.baseChecksum}|${manifest.shards.map((s) => s.checksum).join(',')}`) !== manifest.version) {
-      rejectedVersion = manifest.version;
-      o.log.error({ version: manifest.version }, 'snapshot checksum mismatch; still serving the last good snapshot');
-      return;
-    }
-    try {
-      const base = JSON.parse(baseText) as Record<string, unknown>;
-      const snap = parseSnapshot({ ...base, apiKeys: keys, version: manifest.version, generation: manifest.generation }, `Secret ${namespace}/${MANIFEST_SECRET}`);
-      o.holder.set(compileSnapshot(snap, { warn: (m) => o.log.warn({ namespace }, m) }));
-    } catch (err) {
-      rejectedVersion = manifest.version;
-      o.log.error({ version: manifest.version, err: (err as Error).message }, 'snapshot rejected; still serving the last good snapshot');
-      return;
-    }
+    for (const key of shardCache.keys()) if (!used.has(key)) shardCache.delete(key);
+    o.holder.set({ version: manifest.version, generation: manifest.generation, loadedAt: Date.now(), ...base.runtime, keysByHash });
     waitingFor = '';
-    o.log.info({ version: manifest.version, generation: manifest.generation, keys: keys.length }, 'snapshot loaded from the cluster');
+    o.log.info({ version: manifest.version, generation: manifest.generation, keys: keysByHash.size }, 'snapshot loaded from the cluster');
     markLoaded();
     void report();
   }

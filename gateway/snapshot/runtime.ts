@@ -74,7 +74,21 @@ export function snapshotVersion(s: Snapshot): string {
   return 'sha256:' + createHash('sha256').update(stableStringify(content)).digest('hex').slice(0, 32);
 }
 
+/** Everything but the keys: what a change to one key shard leaves as it is (cluster mode reuses it). */
+export type RuntimeBase = Pick<RuntimeSnapshot, 'models' | 'byName' | 'organizations' | 'providers'>;
+
 export function compileSnapshot(s: Snapshot, opts: CompileOptions = {}): RuntimeSnapshot {
+  const base = compileBase(s, opts);
+  return {
+    version: s.version ?? snapshotVersion(s),
+    generation: s.generation ?? 0,
+    loadedAt: Date.now(),
+    ...base,
+    keysByHash: new Map(compileKeys(s.apiKeys, base.organizations)),
+  };
+}
+
+export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions = {}): RuntimeBase {
   const env = opts.env ?? process.env;
   const providers = new Map<string, RuntimeProvider>();
   for (const p of s.providers) {
@@ -131,27 +145,22 @@ export function compileSnapshot(s: Snapshot, opts: CompileOptions = {}): Runtime
       prefixes: o.models.filter((x) => x.endsWith('*') && x !== '*').map((x) => x.slice(0, -1)),
     });
   }
-  const keysByHash = new Map<string, RuntimeKey>();
-  for (const k of s.apiKeys) {
-    keysByHash.set(k.hash, {
+  return { models, byName, organizations, providers };
+}
+
+/** [hash, key] pairs of validated keys, whose organizations are all in `organizations`. */
+export function compileKeys(keys: Snapshot['apiKeys'], organizations: ReadonlyMap<string, RuntimeOrganization>): [string, RuntimeKey][] {
+  return keys.map((k) => [
+    k.hash,
+    {
       id: k.id,
       prefix: k.prefix,
       organization: organizations.get(k.organization)!,
       project: k.project,
       disabled: k.disabled,
       expiresAtMs: k.expiresAt ? Date.parse(k.expiresAt) : undefined,
-    });
-  }
-  return {
-    version: s.version ?? snapshotVersion(s),
-    generation: s.generation ?? 0,
-    loadedAt: Date.now(),
-    models,
-    byName,
-    keysByHash,
-    organizations,
-    providers,
-  };
+    },
+  ]);
 }
 
 export function orgAllows(org: RuntimeOrganization, modelId: string): boolean {

@@ -39,6 +39,8 @@ export class FakeApiServer {
   private readonly watches = new Set<ServerResponse>();
   /** While true, watch streams stay open but deliver nothing, not even bookmarks: a silently dead watch. */
   stalled = false;
+  /** Holds back answers (ms) to chosen requests, e.g. one slow list, to test what a client does meanwhile. */
+  delay: ((req: { method: string; path: string; watch: boolean }) => number) | undefined;
   readonly stats = { requests: 0, writes: 0, watches: 0, gone: 0, writesByResource: {} as Record<string, number> };
 
   constructor(opts: FakeApiServerOptions = {}) {
@@ -101,12 +103,18 @@ export class FakeApiServer {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      try {
-        this.dispatch(req, res, Buffer.concat(chunks));
-      } catch (err) {
-        if (err instanceof ApiError || err instanceof PatchError) sendStatus(res, err.code, err instanceof ApiError ? err.reason : err.code === 422 ? 'Invalid' : 'BadRequest', err.message);
-        else sendStatus(res, 500, 'InternalError', (err as Error).message);
-      }
+      const run = () => {
+        try {
+          this.dispatch(req, res, Buffer.concat(chunks));
+        } catch (err) {
+          if (err instanceof ApiError || err instanceof PatchError) sendStatus(res, err.code, err instanceof ApiError ? err.reason : err.code === 422 ? 'Invalid' : 'BadRequest', err.message);
+          else sendStatus(res, 500, 'InternalError', (err as Error).message);
+        }
+      };
+      const url = new URL(req.url ?? '/', 'http://x');
+      const ms = this.delay?.({ method: req.method ?? 'GET', path: url.pathname, watch: url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1' }) ?? 0;
+      if (ms > 0) setTimeout(run, ms);
+      else run();
     });
   }
 

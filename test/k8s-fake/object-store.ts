@@ -68,6 +68,9 @@ export class ObjectStore {
   historyLimit: number;
   /** Everything at or below this resourceVersion has been compacted away (410 for watches from it). */
   private compactedThrough = 0;
+  /** Live objects' uids, and who names each uid as an owner: garbage collection without scanning every object. */
+  private readonly uids = new Set<string>();
+  private readonly dependents = new Map<string, Set<string>>();
 
   constructor(types: ResourceType[], opts: { historyLimit?: number } = {}) {
     this.types = new Map(types.map((t) => [typeKey(t), t]));
@@ -203,7 +206,9 @@ export class ObjectStore {
 
   private remove(key: string, current: KubeObject): KubeObject {
     const ns = current.metadata.namespace ?? '';
+    const stored = this.objects.get(key)!.get(`${ns}/${current.metadata.name}`);
     this.objects.get(key)!.delete(`${ns}/${current.metadata.name}`);
+    if (stored && stored !== current) this.index(key, stored, false);
     const gone = clone(current);
     const out = this.commit(key, 'DELETED', gone, current, false);
     // Background garbage collection: dependents whose every owner is gone are deleted next.
@@ -214,27 +219,40 @@ export class ObjectStore {
 
   private collectDependents(namespace: string, uid: string | undefined): void {
     if (!uid) return;
-    const liveUids = new Set<string>();
-    for (const m of this.objects.values()) for (const o of m.values()) if (o.metadata.uid) liveUids.add(o.metadata.uid);
-    for (const [key, m] of this.objects) {
-      for (const o of [...m.values()]) {
-        if (o.metadata.namespace !== namespace) continue;
-        const refs = o.metadata.ownerReferences ?? [];
-        if (!refs.some((r) => r.uid === uid)) continue;
-        if (refs.every((r) => !liveUids.has(r.uid))) {
-          try {
-            this.delete(key, namespace, o.metadata.name);
-          } catch {
-            // already gone
-          }
+    for (const id of [...(this.dependents.get(uid) ?? [])]) {
+      const [key, ns, name] = JSON.parse(id) as [string, string, string];
+      const o = this.objects.get(key)!.get(`${ns}/${name}`);
+      if (!o || ns !== namespace) continue;
+      if ((o.metadata.ownerReferences ?? []).every((r) => !this.uids.has(r.uid))) {
+        try {
+          this.delete(key, namespace, name);
+        } catch {
+          // already gone
         }
       }
     }
   }
 
+  private index(key: string, obj: KubeObject, add: boolean): void {
+    const id = JSON.stringify([key, obj.metadata.namespace ?? '', obj.metadata.name]);
+    for (const r of obj.metadata.ownerReferences ?? []) {
+      const set = this.dependents.get(r.uid) ?? new Set<string>();
+      if (add) this.dependents.set(r.uid, set.add(id));
+      else if (set.delete(id) && set.size === 0) this.dependents.delete(r.uid);
+    }
+    if (obj.metadata.uid) {
+      if (add) this.uids.add(obj.metadata.uid);
+      else this.uids.delete(obj.metadata.uid);
+    }
+  }
+
   private commit(key: string, type: EventType, obj: KubeObject, prev: KubeObject | undefined, store = true): KubeObject {
     obj.metadata.resourceVersion = String(++this.rv);
-    if (store) this.objects.get(key)!.set(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj);
+    if (prev) this.index(key, prev, false);
+    if (store) {
+      this.objects.get(key)!.set(`${obj.metadata.namespace ?? ''}/${obj.metadata.name}`, obj);
+      this.index(key, obj, true);
+    }
     const e: StoredEvent = { rv: this.rv, type, key, obj, prev };
     this.history.push(e);
     // Trimmed in batches: one splice per historyLimit/4 events, not one per event.
