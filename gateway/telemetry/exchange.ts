@@ -37,6 +37,8 @@ export interface Exchange {
   upstreamHeaders(pass: Record<string, string> | undefined): Record<string, string> | undefined;
   upstreamAnswered(status: number): void;
   upstreamFailed(err: GatewayError): void;
+  /** Whether upstreamDone wants the whole parsed JSON body (a recording span reads response facts from it). */
+  readsResponseBody(): boolean;
   /** The upstream body ended (parsed JSON when there was one); `failure` when a stream broke. */
   upstreamDone(body?: unknown, failure?: GatewayError): void;
   firstByte(): void;
@@ -150,6 +152,10 @@ export class LiveExchange implements Exchange {
     this.closeAttempt();
     this.upstreamError(err.kind === 'upstream_timeout' ? 'timeout' : 'unavailable');
     this.endClient(err.message);
+  }
+
+  readsResponseBody(): boolean {
+    return this.client?.isRecording() === true;
   }
 
   upstreamDone(body?: unknown, failure?: GatewayError): void {
@@ -381,6 +387,7 @@ export const NOOP_EXCHANGE: Exchange = {
   upstreamHeaders: (pass) => pass,
   upstreamAnswered() {},
   upstreamFailed() {},
+  readsResponseBody: () => false,
   upstreamDone() {},
   firstByte() {},
   meter: (m) => m,

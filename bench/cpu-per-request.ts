@@ -1,0 +1,92 @@
+// CPU time per non-streaming chat request of bare, tollgate on Postgres and tollgate on PGlite, in one run: the
+// same fixed request count through each (closed loop, fixed concurrency), CPU read from /proc before and after.
+// Rounds interleave the targets so a noisy neighbour on the shared cores hits all of them alike.
+//   node bench/cpu-per-request.ts [--requests 20000] [--concurrency 32] [--rounds 3] [--profile DIR]
+// --profile DIR: the tollgate processes run with --cpu-prof into DIR (written when they stop).
+import { mkdirSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+import { createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './databases.ts';
+import type { BenchDatabase } from './databases.ts';
+import { chatBody } from './load.ts';
+import type { Target } from './load.ts';
+import { cpuSeconds } from './proc.ts';
+import { startBare, startTollgate, startUpstream } from './targets.ts';
+import type { Running } from './targets.ts';
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '20000' },
+    concurrency: { type: 'string', default: '32' },
+    rounds: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '3000' },
+    profile: { type: 'string' },
+    only: { type: 'string' },
+  },
+});
+const requests = Number(values.requests);
+const concurrency = Number(values.concurrency);
+const rounds = Number(values.rounds);
+
+/** Sends exactly `n` requests, `concurrency` at a time; every answer must be 200. */
+async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; seconds: number }> {
+  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
+  const headers = { 'content-type': 'application/json', ...t.headers };
+  let sent = 0;
+  let failed = 0;
+  const cpu0 = cpuSeconds(t.pid);
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < n) {
+        sent++;
+        const res = await pool.request({ path: t.chatPath, method: 'POST', headers, body });
+        await res.body.arrayBuffer();
+        if (res.statusCode !== 200) failed++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = cpuSeconds(t.pid) - cpu0;
+  await pool.close();
+  if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
+  return { cpuPerRequest: cpu / n, seconds };
+}
+
+const up = await startUpstream();
+const running: Running[] = [];
+let db: BenchDatabase | undefined;
+try {
+  const nodeArgs = values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
+  if (values.profile) mkdirSync(values.profile, { recursive: true });
+  const wanted = new Set((values.only ?? 'bare,tollgate-postgres,tollgate-pglite').split(','));
+  if (wanted.has('bare')) running.push(await startBare(up.target.origin));
+  if (wanted.has('tollgate-postgres')) {
+    if (!(await postgresReachable(DEFAULT_POSTGRES_URL))) throw new Error('Postgres is not reachable at ' + DEFAULT_POSTGRES_URL);
+    db = await createBenchDatabase(DEFAULT_POSTGRES_URL, 'cpu');
+    running.push(await startTollgate({ name: 'tollgate-postgres', upstreamUrl: up.target.origin, databaseUrl: db.url, nodeArgs }));
+  }
+  if (wanted.has('tollgate-pglite')) running.push(await startTollgate({ name: 'tollgate-pglite', upstreamUrl: up.target.origin, nodeArgs }));
+  const body = chatBody();
+  for (const r of running) await fixedCount(r.target, body, Number(values.warmup));
+  const per = new Map<string, number[]>();
+  for (let round = 0; round < rounds; round++) {
+    for (const r of running) {
+      const m = await fixedCount(r.target, body, requests);
+      (per.get(r.target.name) ?? per.set(r.target.name, []).get(r.target.name)!).push(m.cpuPerRequest);
+      console.error(`round ${round + 1} ${r.target.name}: ${(m.cpuPerRequest * 1e6).toFixed(1)} µs CPU/req, ${(requests / m.seconds).toFixed(0)} req/s`);
+    }
+  }
+  // The median round per target; ratios against bare's median.
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const bare = per.has('bare') ? median(per.get('bare')!) : undefined;
+  console.log(`requests ${requests} × ${rounds} rounds, concurrency ${concurrency}`);
+  for (const [name, xs] of per) {
+    const m = median(xs);
+    console.log(`${name.padEnd(18)} ${(m * 1e6).toFixed(1).padStart(7)} µs CPU/req${bare ? `  ${(m / bare).toFixed(2)}× bare` : ''}  (rounds: ${xs.map((x) => (x * 1e6).toFixed(0)).join(', ')})`);
+  }
+} finally {
+  for (const r of running) await r.close();
+  await up.close();
+  await db?.drop();
+}
