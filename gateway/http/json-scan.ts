@@ -39,12 +39,10 @@ function stringEnd(buf: Buffer, open: number): number {
   return q;
 }
 
-/** Index of the quote opening the string closed at `close`, or -1. */
+/** Index of the quote opening the string closed at `close`, or -1. A plain loop: strings near an answer's end are short. */
 function stringStart(buf: Buffer, close: number): number {
-  let q = close;
-  do q = q > 0 ? buf.lastIndexOf(QUOTE, q - 1) : -1;
-  while (q !== -1 && escapedAt(buf, q));
-  return q;
+  for (let q = close - 1; q >= 0; q--) if (buf[q] === QUOTE && !escapedAt(buf, q)) return q;
+  return -1;
 }
 
 function skipWs(buf: Buffer, i: number): number {
