@@ -4,12 +4,14 @@
 //   node bench/cpu-per-request.ts [--requests 20000] [--concurrency 32] [--rounds 3] [--profile DIR] [--baseline DIR]
 // --profile DIR: the tollgate processes run with --cpu-prof into DIR (written when they stop).
 // --baseline DIR: also runs the tollgate checkout in DIR (e.g. `git archive` of an older commit), as *-baseline.
+// --rate N: afterwards, N req/s open loop for --rate-seconds through the upstream directly and each target: p99 and
+// the p99 added over the direct path.
 import { mkdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
-import { chatBody } from './load.ts';
+import { chatBody, paced } from './load.ts';
 import type { Target } from './load.ts';
 import { cpuSeconds } from './proc.ts';
 import { startBare, startTollgate, startUpstream } from './targets.ts';
@@ -24,11 +26,14 @@ const { values } = parseArgs({
     profile: { type: 'string' },
     only: { type: 'string' },
     baseline: { type: 'string' },
+    rate: { type: 'string' },
+    'rate-seconds': { type: 'string', default: '6' },
   },
 });
 const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /** Sends exactly `n` requests, `concurrency` at a time; every answer must be 200. */
 async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; seconds: number }> {
@@ -88,7 +93,6 @@ try {
     }
   }
   // Median round and mean over all rounds (the ledger writer's batches land in some rounds, not others).
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   // Contention from other work on the machine only ever adds CPU: the best round is the least noisy figure.
   const min = (xs: number[]) => Math.min(...xs);
@@ -99,6 +103,22 @@ try {
     console.log(
       `${name.padEnd(27)} median ${(median(xs) * 1e6).toFixed(1).padStart(6)} µs/req${ratio(median)}   mean ${(mean(xs) * 1e6).toFixed(1).padStart(6)} µs/req${ratio(mean)}   best ${(min(xs) * 1e6).toFixed(1).padStart(6)} µs/req${ratio(min)}   (rounds: ${xs.map((x) => (x * 1e6).toFixed(0)).join(', ')})`,
     );
+  }
+  if (values.rate) {
+    const rate = Number(values.rate);
+    const seconds = Number(values['rate-seconds']);
+    const p99 = new Map<string, number[]>();
+    // Interleaved rounds again; the median p99 per target.
+    for (let round = 0; round < rounds; round++) {
+      for (const t of [up.target, ...running.map((r) => r.target)]) {
+        const res = await paced(t, body, { rate, seconds });
+        if (res.failed > 0) throw new Error(`${t.name}: ${res.failed} paced requests failed`);
+        (p99.get(t.name) ?? p99.set(t.name, []).get(t.name)!).push(res.latency.p99);
+      }
+    }
+    const direct = median(p99.get(up.target.name)!);
+    console.log(`${rate} req/s open loop, ${seconds} s × ${rounds} rounds: p99 (median of rounds), and added over direct`);
+    for (const [name, xs] of p99) console.log(`${name.padEnd(27)} p99 ${median(xs).toFixed(2).padStart(7)} ms   added ${(median(xs) - direct).toFixed(2).padStart(7)} ms   (rounds: ${xs.map((x) => x.toFixed(2)).join(', ')})`);
   }
 } finally {
   for (const r of running) await r.close();

@@ -182,7 +182,6 @@ export function spliceString(buf: Buffer, span: Span, value: string): Buffer {
   const enc = JSON.stringify(value);
   const out = Buffer.allocUnsafe(buf.length - (span.end - span.start) + Buffer.byteLength(enc));
   buf.copy(out, 0, 0, span.start);
-  let o = span.start + out.write(enc, span.start, 'utf8');
-  o += buf.copy(out, o, span.end);
+  buf.copy(out, span.start + out.write(enc, span.start, 'utf8'), span.end);
   return out;
 }
