@@ -4,6 +4,8 @@
 //   node bench/cpu-per-request.ts [--requests 20000] [--concurrency 32] [--rounds 3] [--profile DIR] [--baseline DIR]
 // --profile DIR: the tollgate processes run with --cpu-prof into DIR (written when they stop).
 // --baseline DIR: also runs the tollgate checkout in DIR (e.g. `git archive` of an older commit), as *-baseline.
+// --together: each round loads every target at the same time, so whatever else the machine runs slows them alike
+// (on a shared machine this beats sequential rounds for comparing CPU per request).
 // --rate N: afterwards, N req/s open loop for --rate-seconds through the upstream directly and each target: p99 and
 // the p99 added over the direct path.
 import { mkdirSync } from 'node:fs';
@@ -25,6 +27,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '3000' },
     profile: { type: 'string' },
     only: { type: 'string' },
+    together: { type: 'boolean', default: false },
     baseline: { type: 'string' },
     rate: { type: 'string' },
     'rate-seconds': { type: 'string', default: '6' },
@@ -86,11 +89,13 @@ try {
   for (const r of running) await fixedCount(r.target, body, Number(values.warmup));
   const per = new Map<string, number[]>();
   for (let round = 0; round < rounds; round++) {
-    for (const r of running) {
+    const one = async (r: Running) => {
       const m = await fixedCount(r.target, body, requests);
       (per.get(r.target.name) ?? per.set(r.target.name, []).get(r.target.name)!).push(m.cpuPerRequest);
       console.error(`round ${round + 1} ${r.target.name}: ${(m.cpuPerRequest * 1e6).toFixed(1)} µs CPU/req, ${(requests / m.seconds).toFixed(0)} req/s`);
-    }
+    };
+    if (values.together) await Promise.all(running.map(one));
+    else for (const r of running) await one(r);
   }
   // Median round and mean over all rounds (the ledger writer's batches land in some rounds, not others).
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
