@@ -88,6 +88,8 @@ export interface TollgateOptions {
   extraKeys?: { organization: string; project: string }[];
   nodeArgs?: string[];
   env?: Record<string, string>;
+  /** Another checkout of tollgate to run instead of this one (before/after comparisons in one run). */
+  root?: string;
 }
 
 export interface RunningTollgate extends Running {
@@ -105,7 +107,7 @@ export async function startTollgate(opts: TollgateOptions): Promise<RunningTollg
   const url = `http://127.0.0.1:${port}`;
   const proc = await spawnServer({
     name: opts.name,
-    args: [...(opts.nodeArgs ?? []), 'gateway/cli.ts', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
+    args: [...(opts.nodeArgs ?? []), join(opts.root ?? '.', 'gateway/cli.ts'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
     env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: opts.databaseUrl ?? '', LOG_LEVEL: 'warn', ...opts.env },
     readyUrl: `${url}/healthz`,
     url,

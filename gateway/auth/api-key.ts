@@ -1,5 +1,5 @@
 // Key format and hashing (DESIGN §9): sk_live_ + 32 random bytes in base62; only the SHA-256 is stored.
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export const KEY_PREFIX = 'sk_live_';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -25,7 +25,8 @@ export function generateApiKey(): GeneratedKey {
 }
 
 export function hashApiKey(key: string): string {
-  return 'sha256:' + createHash('sha256').update(key).digest('hex');
+  // One-shot hash: every request hashes the presented key, and a Hash object per call costs more than the digest.
+  return 'sha256:' + hash('sha256', key, 'hex');
 }
 
 export function displayPrefix(key: string): string {

@@ -49,6 +49,7 @@ class MessagesStreamMeter implements StreamMeter {
 
 export const anthropicReader: UsageReader = {
   fromJson: (body) => messagesUsage(obj(body)?.usage),
+  usageMember: 'usage',
   stream: () => new MessagesStreamMeter(),
 };
 

@@ -43,5 +43,6 @@ class ChatStreamMeter implements StreamMeter {
 
 export const openaiChatReader: UsageReader = {
   fromJson: (body) => chatUsage(obj(body)?.usage),
+  usageMember: 'usage',
   stream: () => new ChatStreamMeter(),
 };

@@ -49,5 +49,6 @@ class ResponsesStreamMeter implements StreamMeter {
 
 export const responsesReader: UsageReader = {
   fromJson: (body) => responsesUsage(obj(body)?.usage),
+  usageMember: 'usage',
   stream: () => new ResponsesStreamMeter(),
 };

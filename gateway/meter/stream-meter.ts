@@ -16,6 +16,8 @@ export interface StreamMeter {
 
 export interface UsageReader {
   fromJson(body: unknown): Usage | null;
+  /** Set when fromJson reads nothing but this one top-level member: the relay may then parse only that member. */
+  usageMember?: string;
   stream(): StreamMeter;
 }
 

@@ -7,6 +7,7 @@ import { charge } from '../billing/charge.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError, renderError } from '../errors.ts';
 import type { LedgerRow } from '../ledger/row.ts';
+import { topLevelValueFromEnd } from '../http/json-scan.ts';
 import { estimateUsage } from '../meter/estimate.ts';
 import { SseTap } from '../meter/sse-tap.ts';
 import type { SseEvent, UsageReader } from '../meter/stream-meter.ts';
@@ -125,12 +126,10 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
     tel.record(deps.ledger, charge(call, target, estimateUsage(call.requestBytes, 0)));
     return;
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(buf.toString('utf8'));
-  } catch {
-    parsed = undefined;
-  }
+  // Pass-through answers go out as the upstream sent them: unless something needs the whole parsed body (a
+  // converter, a recording span), only the usage member is located and parsed.
+  const member = call.convert || tel.readsResponseBody() ? undefined : call.reader.usageMember;
+  const parsed = (member !== undefined && memberOnly(buf, member)) || parseBody(buf);
   tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
   const row = charge(call, target, usage);
@@ -148,6 +147,25 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   copyHeaders(res, reply);
   tel.setOverheadHeader(reply);
   await reply.send(buf);
+}
+
+function parseBody(buf: Buffer): unknown {
+  try {
+    return JSON.parse(buf.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** `{ [member]: value }` read from the body's tail, or undefined when the member is not found there. */
+function memberOnly(buf: Buffer, member: string): Record<string, unknown> | undefined {
+  const span = topLevelValueFromEnd(buf, member);
+  if (!span) return undefined;
+  try {
+    return { [member]: JSON.parse(buf.toString('utf8', span.start, span.end)) as unknown };
+  } catch {
+    return undefined;
+  }
 }
 
 async function relayStream(

@@ -3,6 +3,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError, renderError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';
+import type { Span } from '../http/json-scan.ts';
+import { spliceString, topLevelValue } from '../http/json-scan.ts';
 import { openaiChatReader } from '../meter/openai-chat.ts';
 import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
@@ -22,7 +24,7 @@ async function chatCompletions(ctx: GatewayContext, req: FastifyRequest, reply: 
   const clientModel = requireChatFields(body);
   const model = resolveModel(snapshot, key, clientModel);
   const targets = orderByWeight(upstreamsFor(model, 'openai', clientModel));
-  await relayChatPassThrough(ctx, req, reply, { family, key, model, clientModel, targets, body, requestBytes: raw.length });
+  await relayChatPassThrough(ctx, req, reply, { family, key, model, clientModel, targets, body, raw, requestBytes: raw.length });
 }
 
 export interface ChatPassThrough {
@@ -32,6 +34,8 @@ export interface ChatPassThrough {
   clientModel: string;
   targets: UpstreamTarget[];
   body: Record<string, unknown>;
+  /** The client's bytes that `body` was parsed from, when `body` is still exactly that parse. */
+  raw?: Buffer;
   requestBytes: number;
   /** Set by routes that answer upstream errors in their own shape instead of passing them on. */
   convertError?: RelayCall['convertError'];
@@ -41,6 +45,8 @@ export interface ChatPassThrough {
 export async function relayChatPassThrough(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, p: ChatPassThrough): Promise<void> {
   const { family, key, model, clientModel, targets, body } = p;
   const stream = body.stream === true;
+  // Only `model` changes: the client's bytes go upstream with the upstream model id spliced in, nothing re-serialised.
+  const modelAt = p.raw && !stream && !model.drop.some((f) => Object.hasOwn(body, f)) ? modelValue(p.raw, body.model) : undefined;
   for (const f of model.drop) delete body[f];
   if (stream) {
     const opts = body.stream_options;
@@ -60,6 +66,7 @@ export async function relayChatPassThrough(ctx: GatewayContext, req: FastifyRequ
       protocol: 'openai',
       targets,
       build: (target) => {
+        if (modelAt && p.raw) return { path: '/chat/completions', body: target.model === body.model ? p.raw : spliceString(p.raw, modelAt, target.model) };
         body.model = target.model;
         return { path: '/chat/completions', body: JSON.stringify(body) };
       },
@@ -71,6 +78,17 @@ export async function relayChatPassThrough(ctx: GatewayContext, req: FastifyRequ
     },
     reply,
   );
+}
+
+/** Where the top-level `model` string sits in `raw`, when it is found exactly once and reads as `model`. */
+function modelValue(raw: Buffer, model: unknown): Span | undefined {
+  const span = topLevelValue(raw, 'model');
+  if (!span || raw[span.start] !== 0x22) return undefined;
+  try {
+    return JSON.parse(raw.toString('utf8', span.start, span.end)) === model ? span : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function requireChatFields(body: Record<string, unknown>): string {

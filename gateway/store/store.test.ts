@@ -46,6 +46,30 @@ describe.each(BACKENDS)('store on %s', (backend) => {
     expect(rows).toEqual([{ v: 'kept' }]);
   });
 
+  it('keeps the SQLSTATE of a failed statement (the ledger tells bad data from an unreachable database by it)', async () => {
+    const err = await db().store.query('SELECT 1/0').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as { code?: string }).code).toBe('22012');
+  });
+
+  it('runs a statement from outside a transaction only after that transaction ends', async () => {
+    const { store } = db();
+    await store.exec('CREATE TABLE tx_order (v text)');
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const tx = store.transaction(async (q) => {
+      await q.query('INSERT INTO tx_order VALUES ($1)', ['in tx']);
+      await held;
+      await q.query('DELETE FROM tx_order');
+    });
+    const outside = store.query<{ n: string }>('SELECT count(*) AS n FROM tx_order');
+    await new Promise((r) => setTimeout(r, 20));
+    release();
+    await tx;
+    // Postgres answers from its own snapshot (0 rows committed); PGlite's one connection waits for the commit.
+    expect((await outside).rows[0].n).toBe('0');
+  });
+
   it('is what openStore() opens, migrated: PGlite under <dataDir>/pglite without a URL, a pg pool with one', async () => {
     const dataDir = await tempDir();
     const url = db().databaseUrl;

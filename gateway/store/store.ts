@@ -1,4 +1,4 @@
-// The one database seam: Postgres through a pg Pool, or PGlite in-process. Same SQL on both.
+// The one database seam: Postgres through a pg Pool, or PGlite in-process (in a worker thread). Same SQL on both.
 import { join, resolve } from 'node:path';
 
 /** Something that runs SQL: the store itself, or a transaction handle. */

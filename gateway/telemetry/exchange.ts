@@ -37,6 +37,8 @@ export interface Exchange {
   upstreamHeaders(pass: Record<string, string> | undefined): Record<string, string> | undefined;
   upstreamAnswered(status: number): void;
   upstreamFailed(err: GatewayError): void;
+  /** Whether upstreamDone wants the whole parsed JSON body (a recording span reads response facts from it). */
+  readsResponseBody(): boolean;
   /** The upstream body ended (parsed JSON when there was one); `failure` when a stream broke. */
   upstreamDone(body?: unknown, failure?: GatewayError): void;
   firstByte(): void;
@@ -150,6 +152,10 @@ export class LiveExchange implements Exchange {
     this.closeAttempt();
     this.upstreamError(err.kind === 'upstream_timeout' ? 'timeout' : 'unavailable');
     this.endClient(err.message);
+  }
+
+  readsResponseBody(): boolean {
+    return this.client?.isRecording() === true;
   }
 
   upstreamDone(body?: unknown, failure?: GatewayError): void {
@@ -276,7 +282,7 @@ export class LiveExchange implements Exchange {
     const row = this.row;
     const endpoint = call?.endpoint ?? this.req.routeOptions.url ?? 'unmatched';
     const m = this.t.instruments;
-    m.requests.add(1, { [A.endpoint]: endpoint, [A.statusCode]: status });
+    m.requests.add(1, `${endpoint}\u0000${status}`, () => ({ [A.endpoint]: endpoint, [A.statusCode]: status }));
     let ttftMs: number | undefined;
     if (call) {
       const attrs: Attributes = {
@@ -329,7 +335,8 @@ export class LiveExchange implements Exchange {
     m.tokenUsage.record(row.input + row.cacheRead + row.cacheWrite, { [A.operation]: op, [A.provider]: provider, [A.requestModel]: call.model.id, [A.tokenType]: 'input' });
     m.tokenUsage.record(row.output, { [A.operation]: op, [A.provider]: provider, [A.requestModel]: call.model.id, [A.tokenType]: 'output' });
     // A float sum for dashboards; the exact decimal stays in the ledger.
-    m.costPoints.add(Number(row.costPoints), { [A.organization]: row.organization, [A.requestModel]: call.model.id });
+    const modelId = call.model.id;
+    m.costPoints.add(Number(row.costPoints), `${row.organization}\u0000${modelId}`, () => ({ [A.organization]: row.organization, [A.requestModel]: modelId }));
   }
 
   private endSpans(status: number, endpoint: string, row: LedgerRow | undefined): void {
@@ -381,6 +388,7 @@ export const NOOP_EXCHANGE: Exchange = {
   upstreamHeaders: (pass) => pass,
   upstreamAnswered() {},
   upstreamFailed() {},
+  readsResponseBody: () => false,
   upstreamDone() {},
   firstByte() {},
   meter: (m) => m,

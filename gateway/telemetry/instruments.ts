@@ -1,6 +1,7 @@
 // Every gateway metric, created once per process. Names and buckets follow the GenAI semantic conventions where
 // they define the metric; tollgate.* is ours. docs/observability.md lists each with its meaning.
 import type { Counter, Histogram, Meter } from '@opentelemetry/api';
+import { SummedCounter } from './summed-counter.ts';
 
 // Bucket boundaries the conventions advise (gen-ai-metrics.md), so dashboards built for them fit.
 const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
@@ -17,8 +18,8 @@ export interface GatewayInstruments {
   requestDuration: Histogram;
   timeToFirstToken: Histogram;
   timePerOutputToken: Histogram;
-  requests: Counter;
-  costPoints: Counter;
+  requests: SummedCounter;
+  costPoints: SummedCounter;
   upstreamErrors: Counter;
   overhead: Histogram;
   ledgerBatchSize: Histogram;
@@ -48,11 +49,12 @@ export function createInstruments(meter: Meter): GatewayInstruments {
       unit: 's',
       advice: { explicitBucketBoundaries: TPOT_BUCKETS },
     }),
-    requests: meter.createCounter('tollgate.requests', {
+    // Added on every request: summed here, reported at collection (no attribute hashing per request).
+    requests: new SummedCounter(meter, 'tollgate.requests', {
       description: 'Requests answered, by endpoint and HTTP status.',
       unit: '{request}',
     }),
-    costPoints: meter.createCounter('tollgate.cost_points', {
+    costPoints: new SummedCounter(meter, 'tollgate.cost_points', {
       description: 'Cost points billed, by organization and model. A float sum: the ledger is the exact record.',
       unit: '{point}',
     }),

@@ -37,21 +37,16 @@ export class UpstreamClient {
   }
 
   async request(req: UpstreamRequest): Promise<UpstreamResponse> {
-    const url = new URL(req.provider.baseUrl + req.path);
+    const p = prepared(req.provider);
+    const url = p.target(req.path);
     this.connectTimeouts.set(url.origin, req.provider.timeouts.connectMs);
     if (req.provider.missingCredential) throw new GatewayError('upstream_unavailable', `Provider "${req.provider.id}" has no credential configured.`);
-    const headers: Record<string, string> = {
-      ...req.provider.headers,
-      ...req.passHeaders,
-      'content-type': req.contentType ?? 'application/json',
-      // Usage must be readable: no compressed bodies from upstreams.
-      'accept-encoding': 'identity',
-      ...credentialHeaders(req.protocol, req.provider.credential),
-    };
+    const contentType = req.contentType ?? 'application/json';
+    const headers = req.passHeaders ? upstreamHeaders(req, contentType) : p.headers(req.protocol, contentType, () => upstreamHeaders(req, contentType));
     try {
       return await this.agent.request({
         origin: url.origin,
-        path: url.pathname + url.search,
+        path: url.path,
         method: req.method ?? 'POST',
         headers,
         body: req.body as Dispatcher.DispatchOptions['body'],
@@ -67,6 +62,55 @@ export class UpstreamClient {
   close(): Promise<void> {
     return this.agent.close();
   }
+}
+
+function upstreamHeaders(req: UpstreamRequest, contentType: string): Record<string, string> {
+  return {
+    ...req.provider.headers,
+    ...req.passHeaders,
+    'content-type': contentType,
+    // Usage must be readable: no compressed bodies from upstreams.
+    'accept-encoding': 'identity',
+    ...credentialHeaders(req.protocol, req.provider.credential),
+  };
+}
+
+/** What a provider's requests share, worked out once per provider object (a new snapshot brings new ones). */
+interface Prepared {
+  /** Origin and path of base URL + path (URL-normalised as `new URL` does). */
+  target(path: string): { origin: string; path: string };
+  /** The header set without pass-through headers, per protocol and content type (never mutated by undici). */
+  headers(protocol: Protocol, contentType: string, make: () => Record<string, string>): Record<string, string>;
+}
+
+// Paths vary only with model names (Gemini): a small bound keeps a misbehaving client from growing it.
+const MAX_CACHED_PATHS = 256;
+const preparedFor = new WeakMap<RuntimeProvider, Prepared>();
+
+function prepared(provider: RuntimeProvider): Prepared {
+  let p = preparedFor.get(provider);
+  if (p) return p;
+  const targets = new Map<string, { origin: string; path: string }>();
+  const headerSets = new Map<string, Record<string, string>>();
+  p = {
+    target(path) {
+      let t = targets.get(path);
+      if (!t) {
+        const url = new URL(provider.baseUrl + path);
+        t = { origin: url.origin, path: url.pathname + url.search };
+        if (targets.size < MAX_CACHED_PATHS) targets.set(path, t);
+      }
+      return t;
+    },
+    headers(protocol, contentType, make) {
+      const k = `${protocol}\u0000${contentType}`;
+      let h = headerSets.get(k);
+      if (!h) headerSets.set(k, (h = Object.freeze(make()) as Record<string, string>));
+      return h;
+    },
+  };
+  preparedFor.set(provider, p);
+  return p;
 }
 
 function credentialHeaders(protocol: Protocol, credential: string | undefined): Record<string, string> {

@@ -1,0 +1,133 @@
+// CPU time per non-streaming chat request of bare, tollgate on Postgres and tollgate on PGlite, in one run: the
+// same fixed request count through each (closed loop, fixed concurrency), CPU read from /proc before and after.
+// Rounds interleave the targets so a noisy neighbour on the shared cores hits all of them alike.
+//   node bench/cpu-per-request.ts [--requests 20000] [--concurrency 32] [--rounds 3] [--profile DIR] [--baseline DIR]
+// --profile DIR: the tollgate processes run with --cpu-prof into DIR (written when they stop).
+// --baseline DIR: also runs the tollgate checkout in DIR (e.g. `git archive` of an older commit), as *-baseline.
+// --together: each round loads every target at the same time, so whatever else the machine runs slows them alike
+// (on a shared machine this beats sequential rounds for comparing CPU per request).
+// --rate N: afterwards, N req/s open loop for --rate-seconds through the upstream directly and each target: p99 and
+// the p99 added over the direct path.
+import { mkdirSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+import { createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './databases.ts';
+import type { BenchDatabase } from './databases.ts';
+import { chatBody, paced } from './load.ts';
+import type { Target } from './load.ts';
+import { cpuSeconds } from './proc.ts';
+import { startBare, startTollgate, startUpstream } from './targets.ts';
+import type { Running } from './targets.ts';
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '20000' },
+    concurrency: { type: 'string', default: '32' },
+    rounds: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '3000' },
+    profile: { type: 'string' },
+    only: { type: 'string' },
+    together: { type: 'boolean', default: false },
+    baseline: { type: 'string' },
+    rate: { type: 'string' },
+    'rate-seconds': { type: 'string', default: '6' },
+  },
+});
+const requests = Number(values.requests);
+const concurrency = Number(values.concurrency);
+const rounds = Number(values.rounds);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** Sends exactly `n` requests, `concurrency` at a time; every answer must be 200. */
+async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; seconds: number }> {
+  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
+  const headers = { 'content-type': 'application/json', ...t.headers };
+  let sent = 0;
+  let failed = 0;
+  const cpu0 = cpuSeconds(t.pid);
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < n) {
+        sent++;
+        const res = await pool.request({ path: t.chatPath, method: 'POST', headers, body });
+        await res.body.arrayBuffer();
+        if (res.statusCode !== 200) failed++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = cpuSeconds(t.pid) - cpu0;
+  await pool.close();
+  if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
+  return { cpuPerRequest: cpu / n, seconds };
+}
+
+const up = await startUpstream();
+const running: Running[] = [];
+let db: BenchDatabase | undefined;
+let baseDb: BenchDatabase | undefined;
+try {
+  const nodeArgs = values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
+  if (values.profile) mkdirSync(values.profile, { recursive: true });
+  const wanted = new Set((values.only ?? 'bare,tollgate-postgres,tollgate-pglite').split(','));
+  if (wanted.has('bare')) running.push(await startBare(up.target.origin));
+  if (wanted.has('tollgate-postgres')) {
+    if (!(await postgresReachable(DEFAULT_POSTGRES_URL))) throw new Error('Postgres is not reachable at ' + DEFAULT_POSTGRES_URL);
+    db = await createBenchDatabase(DEFAULT_POSTGRES_URL, 'cpu');
+    running.push(await startTollgate({ name: 'tollgate-postgres', upstreamUrl: up.target.origin, databaseUrl: db.url, nodeArgs }));
+  }
+  if (wanted.has('tollgate-pglite')) running.push(await startTollgate({ name: 'tollgate-pglite', upstreamUrl: up.target.origin, nodeArgs }));
+  if (values.baseline) {
+    if (wanted.has('tollgate-postgres')) {
+      baseDb = await createBenchDatabase(DEFAULT_POSTGRES_URL, 'cpubase');
+      running.push(await startTollgate({ name: 'tollgate-postgres-baseline', upstreamUrl: up.target.origin, databaseUrl: baseDb.url, root: values.baseline }));
+    }
+    if (wanted.has('tollgate-pglite')) running.push(await startTollgate({ name: 'tollgate-pglite-baseline', upstreamUrl: up.target.origin, root: values.baseline }));
+  }
+  const body = chatBody();
+  for (const r of running) await fixedCount(r.target, body, Number(values.warmup));
+  const per = new Map<string, number[]>();
+  for (let round = 0; round < rounds; round++) {
+    const one = async (r: Running) => {
+      const m = await fixedCount(r.target, body, requests);
+      (per.get(r.target.name) ?? per.set(r.target.name, []).get(r.target.name)!).push(m.cpuPerRequest);
+      console.error(`round ${round + 1} ${r.target.name}: ${(m.cpuPerRequest * 1e6).toFixed(1)} µs CPU/req, ${(requests / m.seconds).toFixed(0)} req/s`);
+    };
+    if (values.together) await Promise.all(running.map(one));
+    else for (const r of running) await one(r);
+  }
+  // Median round and mean over all rounds (the ledger writer's batches land in some rounds, not others).
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  // Contention from other work on the machine only ever adds CPU: the best round is the least noisy figure.
+  const min = (xs: number[]) => Math.min(...xs);
+  const bare = per.get('bare');
+  console.log(`requests ${requests} × ${rounds} rounds, concurrency ${concurrency}`);
+  for (const [name, xs] of per) {
+    const ratio = (f: (v: number[]) => number) => (bare ? `  ${(f(xs) / f(bare)).toFixed(2)}× bare` : '');
+    console.log(
+      `${name.padEnd(27)} median ${(median(xs) * 1e6).toFixed(1).padStart(6)} µs/req${ratio(median)}   mean ${(mean(xs) * 1e6).toFixed(1).padStart(6)} µs/req${ratio(mean)}   best ${(min(xs) * 1e6).toFixed(1).padStart(6)} µs/req${ratio(min)}   (rounds: ${xs.map((x) => (x * 1e6).toFixed(0)).join(', ')})`,
+    );
+  }
+  if (values.rate) {
+    const rate = Number(values.rate);
+    const seconds = Number(values['rate-seconds']);
+    const p99 = new Map<string, number[]>();
+    // Interleaved rounds again; the median p99 per target.
+    for (let round = 0; round < rounds; round++) {
+      for (const t of [up.target, ...running.map((r) => r.target)]) {
+        const res = await paced(t, body, { rate, seconds });
+        if (res.failed > 0) throw new Error(`${t.name}: ${res.failed} paced requests failed`);
+        (p99.get(t.name) ?? p99.set(t.name, []).get(t.name)!).push(res.latency.p99);
+      }
+    }
+    const direct = median(p99.get(up.target.name)!);
+    console.log(`${rate} req/s open loop, ${seconds} s × ${rounds} rounds: p99 (median of rounds), and added over direct`);
+    for (const [name, xs] of p99) console.log(`${name.padEnd(27)} p99 ${median(xs).toFixed(2).padStart(7)} ms   added ${(median(xs) - direct).toFixed(2).padStart(7)} ms   (rounds: ${xs.map((x) => x.toFixed(2)).join(', ')})`);
+  }
+} finally {
+  for (const r of running) await r.close();
+  await up.close();
+  await db?.drop();
+  await baseDb?.drop();
+}
