@@ -21,31 +21,27 @@ export interface BodySink {
 
 export class UpstreamBody {
   private controller: Dispatcher.DispatchController | undefined;
-  private queued: Buffer[] | undefined;
+  /** Chunks nobody took yet: before `pipe()`, or while the sink is paused. */
+  private queued: Buffer[] = [];
   private queuedBytes = 0;
   private sink: BodySink | undefined;
+  /** The sink asked to wait (returned false) and `resume()` has not come yet. */
+  private paused = false;
   private ended = false;
   private failure: Error | undefined;
-  private paused = false;
 
   /** Streams the body into `sink`; chunks that arrived before are handed over first, synchronously. */
   pipe(sink: BodySink): void {
     if (this.sink) throw new Error('upstream body already consumed');
     this.sink = sink;
-    const q = this.queued;
-    this.queued = undefined;
-    const waiting = this.paused;
-    this.paused = false;
-    if (q) for (const chunk of q) if (this.sink === sink) this.deliver(chunk);
-    if (this.ended) this.finish();
-    else if (waiting && !this.paused) this.controller?.resume();
+    this.flush();
   }
 
-  /** Resumes an upstream paused by the sink (backpressure from the client). */
+  /** Resumes a body paused by its sink (backpressure from the client). */
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
-    this.controller?.resume();
+    this.flush();
   }
 
   /** The whole body as one Buffer. */
@@ -85,10 +81,7 @@ export class UpstreamBody {
     const c = this.controller;
     // Called from a sink means called from inside undici's parser: abort once it has returned.
     if (c && !this.ended) queueMicrotask(() => c.abort(err));
-    this.ended = true;
-    this.failure = err;
-    this.queued = undefined;
-    if (this.sink) this.finish();
+    this.end(err);
   }
 
   // --- fed by the dispatch handler below
@@ -97,30 +90,32 @@ export class UpstreamBody {
     this.controller = controller;
   }
 
+  /** One chunk from undici; false asks it to pause the upstream. */
   push(chunk: Buffer): boolean {
     if (this.ended) return true;
-    if (!this.sink) {
-      (this.queued ??= []).push(chunk);
-      this.queuedBytes += chunk.length;
-      // Nobody reads yet: hold the upstream rather than buffer without bound.
-      if (this.queuedBytes < QUEUE_LIMIT) return true;
-      this.paused = true;
-      return false;
-    }
-    return this.deliver(chunk);
+    if (this.sink && !this.paused && this.queued.length === 0) return this.deliver(chunk);
+    this.queued.push(chunk);
+    this.queuedBytes += chunk.length;
+    // Nobody reads yet, or the reader waits: hold the upstream rather than buffer without bound.
+    return !this.paused && this.queuedBytes < QUEUE_LIMIT;
   }
 
   complete(): void {
     if (this.ended) return;
     this.ended = true;
-    if (this.sink) this.finish();
+    if (this.sink && this.queued.length === 0) this.finish();
   }
 
   fail(err: Error): void {
-    if (this.ended) return;
+    if (!this.ended) this.end(err);
+  }
+
+  /** A failure ends the body at once: chunks still queued are dropped, as a destroyed stream drops them. */
+  private end(err: Error): void {
     this.ended = true;
     this.failure = err;
-    this.queued = undefined;
+    this.queued = [];
+    this.queuedBytes = 0;
     if (this.sink) this.finish();
   }
 
@@ -128,6 +123,24 @@ export class UpstreamBody {
     if (this.sink!.data(chunk) !== false) return true;
     this.paused = true;
     return false;
+  }
+
+  /** Hands queued chunks to the sink until it pauses; then tells undici whether to read on. */
+  private flush(): void {
+    const sink = this.sink;
+    while (this.queued.length > 0 && !this.paused && this.sink === sink) {
+      const chunk = this.queued.shift()!;
+      this.queuedBytes -= chunk.length;
+      this.deliver(chunk);
+    }
+    if (this.sink !== sink) return;
+    if (this.ended) {
+      if (this.queued.length === 0) this.finish();
+      return;
+    }
+    // Outside undici's callbacks its controller has to be told.
+    if (this.paused) this.controller?.pause();
+    else this.controller?.resume();
   }
 
   private finish(): void {
