@@ -168,6 +168,8 @@ async function relayStream(
     'x-accel-buffering': 'no',
     'x-tollgate-request-id': call.requestId,
   });
+  // Read above and never again: a stream held open for minutes need not keep the upstream's headers alive.
+  res.headers = {};
   const body = res.body;
   const converter = call.convert?.stream();
   let out = '';
@@ -203,7 +205,11 @@ async function relayStream(
           body.destroy(failure);
           return true;
         }
-        if (gone()) return true;
+        if (gone()) {
+          // Read on to the end for the usage, but keep nothing of what nobody will receive.
+          out = '';
+          return true;
+        }
         let ok: boolean;
         if (converter) {
           if (out === '') return true;
