@@ -25,7 +25,8 @@ app.post('/*', async (req, reply) => {
   return reply.send(res.body);
 });
 
-await app.listen({ port: Number(values.port ?? 0), host: '127.0.0.1' });
+// The same listen backlog as the gateway (its default), so neither drops connections the other would queue.
+await app.listen({ port: Number(values.port ?? 0), host: '127.0.0.1', backlog: 4096 });
 const stop = () => void app.close().then(() => agent.close()).finally(() => process.exit(0));
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);

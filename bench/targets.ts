@@ -9,6 +9,13 @@ import type { Target } from './load.ts';
 import { freePort, spawnServer } from './proc.ts';
 import type { ServerProc } from './proc.ts';
 
+/**
+ * Node flags the gateway image runs with (Dockerfile NODE_OPTIONS); the bench starts tollgate, and the bare floor
+ * beside it, the same way. Without a bound V8 sizes the young generation from the machine's memory: 128 MB
+ * committed on a 24 GB host, more than 10,000 open streams hold.
+ */
+export const GATEWAY_NODE_OPTIONS = '--max-semi-space-size=8';
+
 export interface Running {
   proc: ServerProc;
   target: Target;
@@ -42,7 +49,7 @@ export async function startUpstream(): Promise<Running> {
 export async function startBare(upstreamUrl: string): Promise<Running> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const proc = await spawnServer({ name: 'bare', args: ['bench/bare-proxy.ts', '--port', String(port), '--upstream', upstreamUrl], readyUrl: `${url}/healthz`, url });
+  const proc = await spawnServer({ name: 'bare', args: ['bench/bare-proxy.ts', '--port', String(port), '--upstream', upstreamUrl], env: { NODE_OPTIONS: GATEWAY_NODE_OPTIONS }, readyUrl: `${url}/healthz`, url });
   return {
     proc,
     target: {
@@ -90,6 +97,8 @@ export interface TollgateOptions {
   env?: Record<string, string>;
   /** Another checkout of tollgate to run instead of this one (before/after comparisons in one run). */
   root?: string;
+  /** Another checkout's entry point (bench/streams.ts --also): the same scenario against older code in one run. */
+  cliPath?: string;
 }
 
 export interface RunningTollgate extends Running {
@@ -107,8 +116,8 @@ export async function startTollgate(opts: TollgateOptions): Promise<RunningTollg
   const url = `http://127.0.0.1:${port}`;
   const proc = await spawnServer({
     name: opts.name,
-    args: [...(opts.nodeArgs ?? []), join(opts.root ?? '.', 'gateway/cli.ts'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
-    env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: opts.databaseUrl ?? '', LOG_LEVEL: 'warn', ...opts.env },
+    args: [...(opts.nodeArgs ?? []), opts.cliPath ?? join(opts.root ?? '.', 'gateway/cli.ts'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
+    env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: opts.databaseUrl ?? '', LOG_LEVEL: 'warn', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, ...opts.env },
     readyUrl: `${url}/healthz`,
     url,
     timeoutMs: 60_000,

@@ -55,6 +55,7 @@ async function main(argv: string[]): Promise<number> {
       port: Number(values.port ?? process.env.PORT ?? 8080),
       host: values.host,
       maxBodyBytes: process.env.TOLLGATE_MAX_BODY_BYTES ? Number(process.env.TOLLGATE_MAX_BODY_BYTES) : undefined,
+      listenBacklog: process.env.TOLLGATE_LISTEN_BACKLOG ? Number(process.env.TOLLGATE_LISTEN_BACKLOG) : undefined,
       maxJournalBytes: process.env.TOLLGATE_MAX_JOURNAL_BYTES ? Number(process.env.TOLLGATE_MAX_JOURNAL_BYTES) : undefined,
       adminPort: adminPortFromEnv(),
     });

@@ -32,6 +32,8 @@ export interface GatewayOptions {
   port?: number;
   host?: string;
   maxBodyBytes?: number;
+  /** Connections the kernel queues before the gateway accepts them (capped by net.core.somaxconn). */
+  listenBacklog?: number;
   maxJournalBytes?: number;
   flushIntervalMs?: number;
   logger?: boolean;
@@ -61,6 +63,9 @@ export interface RunningGateway {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+// Node's default (511) overflows when thousands of streaming clients connect at once and the event loop is busy:
+// the kernel then drops handshakes and clients see resets. 4096 is also the usual somaxconn cap.
+export const DEFAULT_LISTEN_BACKLOG = 4096;
 
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
   const dataDir = resolveDataDir(opts.dataDir);
@@ -125,7 +130,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (ownsStore) await store.close();
     throw err;
   }
-  const url = await app.listen({ port: opts.port ?? 8080, host: opts.host ?? '0.0.0.0' });
+  const url = await app.listen({ port: opts.port ?? 8080, host: opts.host ?? '0.0.0.0', backlog: opts.listenBacklog ?? DEFAULT_LISTEN_BACKLOG });
   const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log });
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>

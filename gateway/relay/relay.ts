@@ -180,19 +180,21 @@ async function relayStream(
   const raw: ServerResponse = reply.raw;
   const tel = telemetryOf(reply);
   reply.hijack();
-  const headers: Record<string, string> = {
+  raw.writeHead(res.statusCode, {
     'content-type': call.convert ? 'text/event-stream; charset=utf-8' : String(res.headers['content-type']),
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',
     'x-tollgate-request-id': call.requestId,
-  };
-  raw.writeHead(res.statusCode, headers);
-  raw.flushHeaders();
+  });
+  // Read above and never again: a stream held open for minutes need not keep the upstream's headers alive.
+  res.headers = {};
+  const body = res.body;
   const converter = call.convert?.stream();
   let out = '';
   const tap = new SseTap(tel.meter(call.reader.stream()), converter ? (ev) => (out += converter.push(ev)) : undefined);
   let recorded = false;
   let bytes = 0;
+  let wrote = false;
   const record = (): void => {
     if (recorded) return;
     recorded = true;
@@ -203,26 +205,54 @@ async function relayStream(
     else if (!tap.meter.done && controller.signal.aborted) usage = { ...usage, estimated: true };
     tel.record(deps.ledger, charge(call, target, usage));
   };
+  // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
+  // client socket pauses the upstream until it drains.
   let failure: GatewayError | undefined;
-  try {
-    for await (const chunk of res.body) {
-      tel.firstByte();
-      bytes += (chunk as Buffer).length;
-      tap.push(chunk as Buffer);
-      // The terminal event is in this chunk: the row becomes durable before those bytes leave.
-      if (tap.meter.done) record();
-      if (gone()) continue;
-      if (converter) {
-        if (out === '') continue;
-        const text = out;
-        out = '';
-        if (!raw.write(text)) await drained(raw);
-      } else if (!raw.write(chunk)) await drained(raw);
+  const ended = await new Promise<Error | undefined>((resolve) => {
+    let resume: (() => void) | undefined;
+    body.pipe({
+      data(chunk) {
+        if (bytes === 0) tel.firstByte();
+        bytes += chunk.length;
+        tap.push(chunk);
+        try {
+          // The terminal event is in this chunk: the row becomes durable before those bytes leave.
+          if (tap.meter.done) record();
+        } catch (err) {
+          failure = err instanceof GatewayError ? err : new GatewayError('ledger_unavailable', 'Usage could not be recorded; the answer is withheld.');
+          body.destroy(failure);
+          return true;
+        }
+        if (gone()) {
+          // Read on to the end for the usage, but keep nothing of what nobody will receive.
+          out = '';
+          return true;
+        }
+        let ok: boolean;
+        if (converter) {
+          if (out === '') return true;
+          const text = out;
+          out = '';
+          ok = raw.write(text);
+        } else ok = raw.write(chunk);
+        wrote = true;
+        if (ok) return true;
+        resume ??= () => body.resume();
+        drained(raw, resume);
+        return false;
+      },
+      end: resolve,
+    });
+    // Headers leave with the first chunk when it came with them; else now, so the client sees the stream open.
+    if (!wrote && !gone()) raw.flushHeaders();
+  });
+  if (failure === undefined) {
+    if (ended) {
+      if (!(gone() && controller.signal.aborted)) failure = isTimeout(ended) || controller.signal.aborted ? upstreamError(ended, target.provider.id, controller.signal) : upstreamError(ended, target.provider.id);
+    } else {
+      tap.end();
+      if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
     }
-    tap.end();
-    if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
-  } catch (err) {
-    if (!(gone() && controller.signal.aborted)) failure = isTimeout(err) || controller.signal.aborted ? upstreamError(err, target.provider.id, controller.signal) : upstreamError(err, target.provider.id);
   }
   tel.upstreamDone(undefined, failure);
   try {
@@ -241,16 +271,15 @@ async function relayStream(
   }
 }
 
-function drained(raw: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off('drain', done);
-      raw.off('close', done);
-      resolve();
-    };
-    raw.on('drain', done);
-    raw.on('close', done);
-  });
+/** Calls `then` once the client socket drained, or closed (the relay then reads on without writing). */
+function drained(raw: ServerResponse, then: () => void): void {
+  const done = () => {
+    raw.off('drain', done);
+    raw.off('close', done);
+    then();
+  };
+  raw.on('drain', done);
+  raw.on('close', done);
 }
 
 async function upstreamErrorReply(res: UpstreamResponse, reply: FastifyReply, call: RelayCall): Promise<void> {

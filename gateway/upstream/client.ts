@@ -4,6 +4,10 @@ import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
 import type { RuntimeProvider } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
+import { ResponseHandler } from './response.ts';
+import type { UpstreamResponse } from './response.ts';
+
+export type { BodySink, UpstreamBody, UpstreamResponse } from './response.ts';
 
 export interface UpstreamRequest {
   provider: RuntimeProvider;
@@ -17,8 +21,6 @@ export interface UpstreamRequest {
   passHeaders?: Record<string, string>;
   signal: AbortSignal;
 }
-
-export type UpstreamResponse = Dispatcher.ResponseData;
 
 export class UpstreamClient {
   private readonly agent: Agent;
@@ -44,15 +46,24 @@ export class UpstreamClient {
     const contentType = req.contentType ?? 'application/json';
     const headers = req.passHeaders ? upstreamHeaders(req, contentType) : p.headers(req.protocol, contentType, () => upstreamHeaders(req, contentType));
     try {
-      return await this.agent.request({
-        origin: url.origin,
-        path: url.path,
-        method: req.method ?? 'POST',
-        headers,
-        body: req.body as Dispatcher.DispatchOptions['body'],
-        headersTimeout: req.provider.timeouts.firstByteMs,
-        bodyTimeout: req.provider.timeouts.idleMs,
-        signal: req.signal,
+      return await new Promise<UpstreamResponse>((resolve, reject) => {
+        const handler = new ResponseHandler(req.signal, req.body, resolve, reject);
+        try {
+          this.agent.dispatch(
+            {
+              origin: url.origin,
+              path: url.path,
+              method: req.method ?? 'POST',
+              headers,
+              body: req.body as Dispatcher.DispatchOptions['body'],
+              headersTimeout: req.provider.timeouts.firstByteMs,
+              bodyTimeout: req.provider.timeouts.idleMs,
+            },
+            handler,
+          );
+        } catch (err) {
+          handler.fail(err as Error);
+        }
       });
     } catch (err) {
       throw upstreamError(err, req.provider.id, req.signal);

@@ -348,7 +348,8 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
+    // A benchmark opens thousands of streams at once: Node's default backlog (511) would drop some of them here.
+    server.listen({ port: opts.port ?? 0, host, backlog: 4096 }, () => {
       server.off('error', reject);
       resolve();
     });
