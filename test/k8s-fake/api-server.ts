@@ -1,7 +1,7 @@
 // A fake Kubernetes API server over real HTTP, so tests drive the operator and the gateway through the real
 // @kubernetes/client-node (its list calls, patch content types and Watch stream parsing). The rules live in
 // object-store.ts; this file is the REST surface: paths, verbs, patch types, selectors and watch streams
-// with BOOKMARKs and 410 Gone. It is a test double, not a product: see README.md for what it leaves out.
+// with BOOKMARKs and 410 Gone. It is a test double, not a product: see README.md beside it for what it leaves out.
 import { KubeConfig } from '@kubernetes/client-node';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
