@@ -10,7 +10,7 @@ import { createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './
 import type { BenchDatabase } from './databases.ts';
 import { renderBenchmarks } from './benchmarks-doc.ts';
 import type { BenchResults, ChunkResult, ConcurrentResult } from './benchmarks-doc.ts';
-import { ledgerThroughput } from './ledger-throughput.ts';
+import type { LedgerThroughput } from './ledger-throughput.ts';
 import { chatBody, chatStreamEvents, concurrentStreams, messagesBody, paced, saturate, streamLoad, streamOnce, ttfbRun } from './load.ts';
 import type { RunResult, Target } from './load.ts';
 import { FULL, SMOKE } from './plan.ts';
@@ -18,7 +18,7 @@ import { memory } from './proc.ts';
 import { summarizeProfile } from './profile-summary.ts';
 import { reportLatency } from './report-latency.ts';
 import { seedLedger, seedOrganization, seedProject } from './seed-ledger.ts';
-import { startBare, startPortkey, startTollgate, startUpstream } from './targets.ts';
+import { GATEWAY_NODE_OPTIONS, startBare, startPortkey, startTollgate, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
 import { Pool } from 'undici';
 
@@ -61,6 +61,17 @@ const results: BenchResults = {
 const closers: (() => Promise<void>)[] = [];
 async function closeAll(): Promise<void> {
   while (closers.length) await closers.pop()!().catch((err: unknown) => log(`close failed: ${(err as Error).message}`));
+}
+
+/** The ledger scenario in a fresh process (bench/ledger-child.ts): what earlier scenarios left in this heap stays out of it. */
+function ledgerInChild(args: string[]): Promise<LedgerThroughput> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bench/ledger-child.ts', '--rows', String(plan.ledgerRows), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_OPTIONS: GATEWAY_NODE_OPTIONS } });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as LedgerThroughput) : reject(new Error(`bench/ledger-child.ts exited with ${code}`))));
+  });
 }
 
 /** One request through a target: the harness must not measure error pages. */
@@ -224,21 +235,14 @@ async function main(): Promise<void> {
     if (pgOk) {
       log(`ledger: ${plan.ledgerRows} rows into Postgres`);
       const db = await createBenchDatabase(pgAdmin, 'ledger');
-      const store = await openStore({ databaseUrl: db.url });
       try {
-        results.ledger.push(await ledgerThroughput(store, { backend: 'postgres', rows: plan.ledgerRows, journalDir: join(ledgerDir, 'pg') }));
+        results.ledger.push(await ledgerInChild(['--database-url', db.url, '--journal-dir', join(ledgerDir, 'pg')]));
       } finally {
-        await store.close();
         await db.drop();
       }
     }
     log(`ledger: ${plan.ledgerRows} rows into PGlite`);
-    const lite = await openStore({ dataDir: join(ledgerDir, 'lite') });
-    try {
-      results.ledger.push(await ledgerThroughput(lite, { backend: 'pglite', rows: plan.ledgerRows, journalDir: join(ledgerDir, 'lite-journal') }));
-    } finally {
-      await lite.close();
-    }
+    results.ledger.push(await ledgerInChild(['--data-dir', join(ledgerDir, 'lite'), '--journal-dir', join(ledgerDir, 'lite-journal')]));
   } finally {
     rmSync(ledgerDir, { recursive: true, force: true });
   }
