@@ -294,7 +294,7 @@ export function renderBenchmarks(r: BenchResults): string {
 
   s.push('## Ledger writer');
   s.push('');
-  s.push('End to end: `record()` (one journal append, the request path) for every row, the background writer moving sealed segments into the database (Postgres: two batches in flight; PGlite: one; rows of recent segments handed over from memory, a backlog beyond that read back from its files), until `flush()` returns. Statement alone: `writeUsageBatch` (raw insert + hourly rollup in one statement, the batch as one jsonb parameter) in 2,000-row batches, one at a time.');
+  s.push('End to end: `record()` (one journal append, the request path) for every row, the background writer moving sealed segments into the database (Postgres: three batches in flight; PGlite: one; rows of recent segments handed over from memory, a backlog beyond that read back from its files), until `flush()` returns. Statement alone: `writeUsageBatch` (raw insert + hourly rollup in one statement, the batch as one jsonb parameter) in 2,000-row batches, one at a time.');
   s.push('');
   s.push(
     table(

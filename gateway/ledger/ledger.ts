@@ -25,8 +25,8 @@ export interface LedgerOptions {
   /** Rows per segment and per database statement. Default 2000. */
   batchSize?: number;
   /**
-   * Batches committing at once. Default 2 on Postgres (one inserts while the other waits for its
-   * commit; both on the pool), 1 on PGlite (one connection, in this thread: nothing to overlap).
+   * Batches committing at once. Default 3 on Postgres (while one waits for its commit the others insert;
+   * measured: +10% rows/s over 2 on two cores, more gains nothing), 1 on PGlite (one connection: nothing to overlap).
    */
   writers?: number;
   /** How long close() may spend draining. Default 5000. */
@@ -64,7 +64,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     segmentRows: batchSize,
     segmentMs: options.flushIntervalMs ?? 250,
     batchSize,
-    writers: options.writers ?? (store.kind === 'postgres' ? 2 : 1),
+    writers: options.writers ?? (store.kind === 'postgres' ? 3 : 1),
     commit: options.onCommit ? timed(options.onCommit, (rows) => commitRows(store, rows)) : (rows) => commitRows(store, rows),
     logger,
     retry: options.retry,

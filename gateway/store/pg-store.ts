@@ -5,7 +5,8 @@ import type { Queryable, Store } from './store.ts';
 export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig = {}): Store {
   const pool = new pg.Pool({
     connectionString,
-    max: 4,
+    // The ledger's three writers plus room for the usage report and readiness checks.
+    max: 6,
     connectionTimeoutMillis: 5_000,
     // A silently dropped network must surface as an error (the journal then backs off and retries)
     // rather than a query that waits forever; the pool discards a connection whose query timed out.
