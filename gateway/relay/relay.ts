@@ -119,7 +119,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   const tel = telemetryOf(reply);
   let buf: Buffer;
   try {
-    buf = Buffer.from(await res.body.arrayBuffer());
+    buf = await res.body.bytes();
   } catch (err) {
     if (!gone()) throw upstreamError(err, target.provider.id);
     // The client left and the provider cut us off too: bill the request side we know.
@@ -284,7 +284,7 @@ function drained(raw: ServerResponse, then: () => void): void {
 
 async function upstreamErrorReply(res: UpstreamResponse, reply: FastifyReply, call: RelayCall): Promise<void> {
   // Pass-through routes return the upstream's error as it is, converting routes in the client's shape; neither is billed.
-  const body = Buffer.from(await res.body.arrayBuffer());
+  const body = await res.body.bytes();
   const c = call.convert ? call.convert.error(res.statusCode, body) : call.convertError?.(res.statusCode, body);
   if (c) {
     reply.code(c.status).header('content-type', c.contentType ?? 'application/json').header('x-tollgate-request-id', call.requestId);

@@ -92,7 +92,7 @@ async function forwardUnbilled(ctx: GatewayContext, req: FastifyRequest, reply: 
       body.model = target.model;
       try {
         const res = await ctx.relay.upstream.request({ provider: target.provider, protocol: 'anthropic', path, body: JSON.stringify(body), passHeaders: anthropicHeaders(req), signal: controller.signal });
-        const buf = Buffer.from(await res.body.arrayBuffer());
+        const buf = await res.body.bytes();
         await reply
           .code(res.statusCode)
           .header('content-type', res.headers['content-type'] ?? 'application/json')

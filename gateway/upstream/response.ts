@@ -63,18 +63,6 @@ export class UpstreamBody {
     });
   }
 
-  /** The whole body in an ArrayBuffer of its own (never a view into a shared pool). */
-  async arrayBuffer(): Promise<ArrayBuffer> {
-    const b = await this.bytes();
-    const out = new Uint8Array(b.length);
-    out.set(b);
-    return out.buffer;
-  }
-
-  async text(): Promise<string> {
-    return (await this.bytes()).toString('utf8');
-  }
-
   /** Stops reading and releases the upstream connection; the sink (now or attached later) ends with `err`. */
   destroy(err: Error = new Error('upstream body discarded')): void {
     if (this.sink === END_SINK) return;
