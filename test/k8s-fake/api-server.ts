@@ -130,7 +130,8 @@ export class FakeApiServer {
     const cfg = {
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'tollgate-fake', cluster: { server: this.url } }],
+      // Plain HTTP on loopback: @kubernetes/client-node refuses http:// unless TLS verification is explicitly off.
+      clusters: [{ name: 'tollgate-fake', cluster: { server: this.url, 'insecure-skip-tls-verify': true } }],
       users: [{ name: 'tollgate-fake', user: { token: 'fake-token' } }],
       contexts: [{ name: 'tollgate-fake', context: { cluster: 'tollgate-fake', user: 'tollgate-fake', namespace } }],
       'current-context': 'tollgate-fake',
@@ -307,12 +308,12 @@ export class FakeApiServer {
     return { items: rest, metadata };
   }
 
-  private create(ctx: WriteCtx, body: KubeObject): KubeObject {
+  private create(ctx: WriteCtx, body: KubeObject, applied = false): KubeObject {
     const { r } = ctx;
     if (this.strict && r.type.namespaced && !this.store.find(typeKey({ group: '', version: 'v1', plural: 'namespaces' }), '', r.namespace!)) {
       throw new ApiError(404, 'NotFound', `namespaces "${r.namespace}" not found`, { name: r.namespace, kind: 'namespaces' });
     }
-    const created = this.store.create(r.key, r.namespace!, body, this.writeOptions(ctx, false));
+    const created = this.store.create(r.key, r.namespace!, body, this.writeOptions(ctx, applied));
     if (!ctx.dryRun && r.type.kind === 'CustomResourceDefinition') this.syncCrd(created, undefined);
     return created;
   }
@@ -335,7 +336,7 @@ export class FakeApiServer {
     const force = q.get('force') === 'true';
     const current = this.store.find(r.key, r.namespace!, name);
     const next = serverSideApply(current, config, manager, force, apiVersionOf(r.type), r.subresource);
-    if (!current) return [201, this.create(ctx, next)];
+    if (!current) return [201, this.create(ctx, next, true)];
     next.metadata.resourceVersion = config.metadata.resourceVersion ?? current.metadata.resourceVersion;
     const updated = this.store.update(r.key, r.namespace!, name, next, r.subresource, this.writeOptions(ctx, true));
     return [200, updated];
