@@ -41,6 +41,8 @@ async function freePort(): Promise<number> {
 const api = await startFakeApiServer({ strict: true, port: values['api-port'] ? Number(values['api-port']) : 0 });
 api.store.create('/v1/namespaces', '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
 const kubeconfig = api.writeKubeconfig(join(dataDir, 'kubeconfig'), namespace);
+// kubectl can work as soon as the API server answers; the gateway's URL follows once it listens.
+console.log(`KUBECONFIG=${kubeconfig}`);
 const gatewayPort = values['gateway-port'] ? Number(values['gateway-port']) : await freePort();
 
 const children: { name: string; proc: ChildProcess }[] = [];
@@ -90,9 +92,10 @@ const gateway = run('gateway', ['gateway/cli.ts', 'start', '--kubernetes', '--na
   LOG_LEVEL: 'info',
 });
 
-// Ready when the gateway says it listens (it then waits for the operator's first snapshot to turn ready).
+// Ready when the gateway says it listens (it then waits for the operator's first snapshot to turn ready). The
+// bound is generous: a first start creates the embedded database, which takes a while on a busy machine.
 await new Promise<void>((ok, fail) => {
-  const timer = setTimeout(() => fail(new Error(`the gateway did not start within 60 s; see ${join(dataDir, 'gateway.log')}`)), 60_000);
+  const timer = setTimeout(() => fail(new Error(`the gateway did not start within 180 s; see ${join(dataDir, 'gateway.log')}`)), 180_000);
   let seen = '';
   gateway.stdout!.on('data', (d: Buffer) => {
     seen = (seen + d.toString()).slice(-4096);
@@ -106,7 +109,6 @@ await new Promise<void>((ok, fail) => {
   return stop(1);
 });
 
-console.log(`KUBECONFIG=${kubeconfig}`);
 console.log(`TOLLGATE_URL=http://127.0.0.1:${gatewayPort}`);
 console.error(`dev:cluster: fake API server ${api.url} (CRDs installed, namespace ${namespace}), operator and gateway running; logs in ${dataDir}.
 Try:
