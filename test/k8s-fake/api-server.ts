@@ -48,6 +48,8 @@ interface Route {
 
 /** The API server's own request body limit (--max-request-bytes is etcd's; this is the apiserver's 3 MiB). */
 const MAX_BODY_BYTES = 3 * 1024 * 1024;
+/** etcd's default --max-request-bytes (1.5 MiB): a larger object is refused whatever the request size. */
+const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
 /** metadata.annotations may hold at most this many bytes (keys and values), as on the server. */
 const MAX_ANNOTATION_BYTES = 256 * 1024;
 const DEFAULT_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
@@ -272,7 +274,7 @@ export class FakeApiServer {
       const obj = this.store.get(r.key, r.namespace!, r.name);
       return send(res, 200, table ? toTable(r.type, [obj], q.get('includeObject'), { resourceVersion: obj.metadata.resourceVersion }) : obj);
     }
-    if (q.get('watch') === 'true' || q.get('watch') === '1') return this.watch(res, r, q);
+    if (q.get('watch') === 'true' || q.get('watch') === '1') return this.watch(res, r, q, table);
     const { items, metadata } = this.page(this.select(this.store.list(r.key, r.namespace), q), q);
     if (table) return send(res, 200, toTable(r.type, items, q.get('includeObject'), metadata));
     send(res, 200, { apiVersion: apiVersionOf(r.type), kind: `${r.type.kind}List`, metadata, items });
@@ -363,6 +365,8 @@ export class FakeApiServer {
           const explicit = sent !== undefined && JSON.stringify(sent) !== JSON.stringify(current?.metadata.managedFields);
           if (!applied && !explicit) recordUpdate(current, next, manager, apiVersionOf(t), r.subresource);
         }
+        // Checked on writes through HTTP only, so tests that fill the store directly pay nothing for it.
+        if (Buffer.byteLength(JSON.stringify(next)) > MAX_OBJECT_BYTES) throw new ApiError(413, 'RequestEntityTooLarge', 'etcdserver: request is too large');
         return next;
       },
     };
@@ -443,15 +447,18 @@ export class FakeApiServer {
     return items.filter(match);
   }
 
-  private watch(res: ServerResponse, r: Route, q: URLSearchParams): void {
+  private watch(res: ServerResponse, r: Route, q: URLSearchParams, table = false): void {
     this.stats.watches++;
     const match = this.matcher(q);
     const inNs = (o: KubeObject | undefined) => o !== undefined && (r.namespace === undefined || (o.metadata.namespace ?? '') === r.namespace) && match(o);
     const rvParam = q.get('resourceVersion');
     res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-cache' });
     res.flushHeaders();
+    const includeObject = q.get('includeObject');
     const write = (type: string, object: unknown) => {
-      if (!this.stalled && !res.writableEnded) res.write(JSON.stringify({ type, object }) + '\n');
+      // `kubectl get -w` asks for Tables: each event then carries a one-row Table of the object.
+      const o = table && type !== 'BOOKMARK' ? toTable(r.type, [object as KubeObject], includeObject, { resourceVersion: (object as KubeObject).metadata.resourceVersion }) : object;
+      if (!this.stalled && !res.writableEnded) res.write(JSON.stringify({ type, object: o }) + '\n');
     };
     const deliver = (e: StoredEvent) => {
       if (e.key !== r.key) return;

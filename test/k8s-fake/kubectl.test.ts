@@ -77,6 +77,23 @@ describe('the real kubectl against the fake API server', () => {
     expect(await ok('get', 'secret', 'openai-credentials', '-o', 'jsonpath={.data}')).toMatch(/^\{"\w+":"[A-Za-z0-9+/=]+"\}$/);
   });
 
+  it('describes an object, and streams Table rows to kubectl get -w', async () => {
+    const described = await ok('describe', 'model', 'gpt-4o');
+    expect(described).toMatch(/^Name:\s+gpt-4o$/m);
+    expect(described).toMatch(/^Kind:\s+Model$/m);
+    expect(described).toMatch(/^\s+Id:\s+openai\/gpt-4o$/m);
+    // The watch kubectl get -w opens: Table in the Accept header, one-row Tables in the events.
+    const ctl = new AbortController();
+    const res = await fetch(`${api.url}/apis/tollgate.dev/v1alpha1/namespaces/${NS}/models?watch=1&fieldSelector=metadata.name%3Dgpt-4o`, { headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' }, signal: ctl.signal });
+    const reader = res.body!.getReader();
+    const { value } = await reader.read();
+    ctl.abort();
+    const event = JSON.parse(new TextDecoder().decode(value).split('\n')[0]) as { type: string; object: { kind: string; rows: { cells: unknown[] }[] } };
+    expect(event.type).toBe('ADDED');
+    expect(event.object.kind).toBe('Table');
+    expect(event.object.rows[0].cells.slice(0, 2)).toEqual(['gpt-4o', 'openai/gpt-4o']);
+  });
+
   it('explains our fields from the CRD schema through OpenAPI v3', async () => {
     const crd = parseYaml(readFileSync('crds/tollgate.dev_models.yaml', 'utf8')) as { spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, { description: string; properties?: Record<string, { description: string }> }> } } } } }[] } };
     const spec = crd.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties;

@@ -59,8 +59,7 @@ export interface WriteOptions {
   admit?: (next: KubeObject, current: KubeObject | undefined) => KubeObject;
 }
 
-/** etcd's default --max-request-bytes: an object whose encoding is larger is refused. */
-export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
+
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
@@ -280,7 +279,6 @@ export class ObjectStore {
   }
 
   private commit(key: string, type: EventType, obj: KubeObject, prev: KubeObject | undefined, store = true, dryRun = false): KubeObject {
-    if (store && Buffer.byteLength(JSON.stringify(obj)) > MAX_OBJECT_BYTES) throw new ApiError(413, 'RequestEntityTooLarge', 'etcdserver: request is too large');
     if (dryRun) return obj;
     obj.metadata.resourceVersion = String(++this.rv);
     if (prev) this.index(key, prev, false);
