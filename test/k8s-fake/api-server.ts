@@ -282,11 +282,14 @@ export class FakeApiServer {
 
   /** limit/continue: items in key order; the token carries the list's resourceVersion and the last key served. */
   private page(all: KubeObject[], q: URLSearchParams): { items: KubeObject[]; metadata: Record<string, unknown> } {
-    const keyOf = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-    const sorted = all.sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
-    let rv = this.store.resourceVersion;
-    let rest = sorted;
     const token = q.get('continue');
+    const limit = Number(q.get('limit') ?? 0);
+    let rv = this.store.resourceVersion;
+    // Unpaginated lists (the operator's and the gateway's informers, at 50,000 keys) skip the sort.
+    if (!token && !(limit > 0)) return { items: all, metadata: { resourceVersion: String(rv) } };
+    const keyOf = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    const sorted = all.map((o) => [keyOf(o), o] as const).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([, o]) => o);
+    let rest = sorted;
     if (token) {
       let parsed: { rv: number; start: string };
       try {
@@ -299,7 +302,6 @@ export class FakeApiServer {
       rv = parsed.rv;
       rest = sorted.filter((o) => keyOf(o) > parsed.start);
     }
-    const limit = Number(q.get('limit') ?? 0);
     const metadata: Record<string, unknown> = { resourceVersion: String(rv) };
     if (limit > 0 && rest.length > limit) {
       const items = rest.slice(0, limit);
@@ -350,7 +352,6 @@ export class FakeApiServer {
     const fieldValidation = q.get('fieldValidation') ?? 'Warn';
     if (!['Strict', 'Warn', 'Ignore'].includes(fieldValidation)) throw new ApiError(400, 'BadRequest', `fieldValidation must be one of Strict, Warn, Ignore (got "${fieldValidation}")`);
     const manager = q.get('fieldManager') ?? (req.headers['user-agent'] ?? 'unknown').split('/')[0];
-    const sent = (parseMaybe(ctx.raw) as KubeObject | undefined)?.metadata?.managedFields;
     return {
       dryRun: ctx.dryRun,
       admit: (next, current) => {
@@ -362,6 +363,7 @@ export class FakeApiServer {
           const annotations = Object.entries(next.metadata.annotations ?? {}).reduce((n, [k, v]) => n + k.length + String(v).length, 0);
           if (annotations > MAX_ANNOTATION_BYTES) throw invalid(t, next.metadata.name, [{ reason: 'FieldValueTooLong', field: 'metadata.annotations', message: `Too long: must have at most ${MAX_ANNOTATION_BYTES} bytes` }]);
           // A client that sends managedFields sets them (kubectl does, migrating client-side apply to server-side).
+          const sent = (parseMaybe(ctx.raw) as KubeObject | undefined)?.metadata?.managedFields;
           const explicit = sent !== undefined && JSON.stringify(sent) !== JSON.stringify(current?.metadata.managedFields);
           if (!applied && !explicit) recordUpdate(current, next, manager, apiVersionOf(t), r.subresource);
         }
