@@ -250,7 +250,8 @@ export class FakeApiServer {
         let patched: unknown;
         if (type === 'application/merge-patch+json') patched = mergePatch(current, parseBody(raw));
         else if (type === 'application/strategic-merge-patch+json') {
-          if (r.type.printerColumns !== undefined) throw new ApiError(415, 'UnsupportedMediaType', 'strategic merge patch is not supported for custom resources: use a JSON merge patch or server-side apply');
+          // Custom resources have no Go struct to carry patch strategies, so the server refuses it for them.
+          if (r.type.printerColumns !== undefined) throw new ApiError(415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml');
           patched = strategicMergePatch(current, parseBody(raw));
         } else if (type === 'application/json-patch+json') patched = jsonPatch(current, parseBody(raw));
         else throw new ApiError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml${r.type.printerColumns === undefined ? ', application/strategic-merge-patch+json' : ''} (got "${type}")`);

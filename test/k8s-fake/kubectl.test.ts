@@ -77,6 +77,19 @@ describe('the real kubectl against the fake API server', () => {
     expect(await ok('get', 'secret', 'openai-credentials', '-o', 'jsonpath={.data}')).toMatch(/^\{"\w+":"[A-Za-z0-9+/=]+"\}$/);
   });
 
+  it('client-side apply of a core kind goes through a strategic merge patch; kubectl patch and label work', async () => {
+    const changed = file('creds.yaml', readFileSync('examples/k8s/secrets/provider-credentials.yaml', 'utf8').replace('replace-with-your-openai-key', 'sk-changed'));
+    expect(await ok('apply', '-f', changed)).toContain('secret/openai-credentials configured');
+    expect(Buffer.from(await ok('get', 'secret', 'openai-credentials', '-o', 'jsonpath={.data.apiKey}'), 'base64').toString()).toBe('sk-changed');
+    await ok('label', 'secret', 'openai-credentials', 'team=platform');
+    expect(await ok('get', 'secret', 'openai-credentials', '-o', 'jsonpath={.metadata.labels.team}')).toBe('platform');
+    // Custom resources take merge and JSON patches; a strategic merge patch is refused as the server refuses it.
+    const strategic = await k('patch', 'model', 'gpt-4o-mini', '-p', '{"spec":{"public":false}}');
+    expect(strategic.stderr).toContain('the body of the request was in an unknown format');
+    expect(await ok('patch', 'model', 'gpt-4o-mini', '--type=merge', '-p', '{"spec":{"public":false}}')).toContain('model.tollgate.dev/gpt-4o-mini patched');
+    expect(await ok('get', 'model', 'gpt-4o-mini', '-o', 'jsonpath={.spec.public} {.metadata.generation}')).toBe('false 2');
+  });
+
   it('describes an object, and streams Table rows to kubectl get -w', async () => {
     const described = await ok('describe', 'model', 'gpt-4o');
     expect(described).toMatch(/^Name:\s+gpt-4o$/m);
