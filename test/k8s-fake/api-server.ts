@@ -1,7 +1,8 @@
 // A fake Kubernetes API server over real HTTP, so tests drive the operator and the gateway through the real
-// @kubernetes/client-node (its list calls, patch content types and Watch stream parsing). The rules live in
-// object-store.ts; this file is the REST surface: paths, verbs, patch types, selectors and watch streams
-// with BOOKMARKs and 410 Gone. It is a test double, not a product: see README.md beside it for what it leaves out.
+// @kubernetes/client-node (its list calls, patch content types and Watch stream parsing) and a platform engineer's
+// commands through the real kubectl: discovery, OpenAPI, Table output, client- and server-side apply, dry runs,
+// chunked lists and, in strict mode, admission like the real server's. The storage rules live in object-store.ts;
+// this file is the REST surface. It is a test double, not a product: see README.md beside it for what it leaves out.
 import { KubeConfig } from '@kubernetes/client-node';
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';

@@ -59,8 +59,6 @@ export interface WriteOptions {
   admit?: (next: KubeObject, current: KubeObject | undefined) => KubeObject;
 }
 
-
-
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 const clone = <T>(v: T): T => structuredClone(v);
