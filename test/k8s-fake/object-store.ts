@@ -43,11 +43,20 @@ export interface StoredEvent {
 export class ApiError extends Error {
   readonly code: number;
   readonly reason: string;
-  constructor(code: number, reason: string, message: string) {
+  /** Status.details: the kind and name concerned and, for 422 Invalid, one cause per field error. */
+  readonly details: { name?: string; group?: string; kind?: string; causes?: { reason: string; message: string; field: string }[] } | undefined;
+  constructor(code: number, reason: string, message: string, details?: ApiError['details']) {
     super(message);
     this.code = code;
     this.reason = reason;
+    this.details = details;
   }
+}
+
+/** Per write: dryRun stores nothing and sends no event; admit sees the final object (admission, field managers). */
+export interface WriteOptions {
+  dryRun?: boolean;
+  admit?: (next: KubeObject, current: KubeObject | undefined) => KubeObject;
 }
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -78,6 +87,19 @@ export class ObjectStore {
     for (const k of this.types.keys()) this.objects.set(k, new Map());
   }
 
+  /** Serves a new type, or redefines one (a CRD update) keeping its objects. */
+  addType(t: ResourceType): void {
+    const key = typeKey(t);
+    this.types.set(key, t);
+    if (!this.objects.has(key)) this.objects.set(key, new Map());
+  }
+
+  /** Stops serving a type; its objects go without watch events, as when a CRD is deleted. */
+  removeType(key: string): void {
+    this.types.delete(key);
+    this.objects.delete(key);
+  }
+
   get resourceVersion(): number {
     return this.rv;
   }
@@ -94,8 +116,8 @@ export class ObjectStore {
   }
 
   list(key: string, namespace: string | undefined): KubeObject[] {
-    const all = [...this.objects.get(key)!.values()];
-    return namespace === undefined ? all : all.filter((o) => o.metadata.namespace === namespace);
+    const all = [...(this.objects.get(key) ?? new Map<string, KubeObject>()).values()];
+    return namespace === undefined ? all : all.filter((o) => (o.metadata.namespace ?? '') === namespace);
   }
 
   get(key: string, namespace: string, name: string): KubeObject {
@@ -120,8 +142,9 @@ export class ObjectStore {
     this.compactedThrough = this.rv;
   }
 
-  create(key: string, namespace: string, body: KubeObject): KubeObject {
+  create(key: string, namespace: string, body: KubeObject, opts: WriteOptions = {}): KubeObject {
     const t = this.type(key);
+    if (!t.namespaced) namespace = '';
     const meta = body.metadata ?? ({} as ObjectMeta);
     let name = meta.name;
     if (!name && meta.generateName) name = meta.generateName + randomUUID().slice(0, 5);
@@ -133,17 +156,21 @@ export class ObjectStore {
     obj.apiVersion = apiVersionOf(t);
     obj.kind = t.kind;
     obj.metadata = { ...clone(meta), name, namespace, uid: randomUUID(), creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z') };
+    if (!t.namespaced) delete obj.metadata.namespace;
     delete obj.metadata.deletionTimestamp;
     delete obj.metadata.generateName;
+    delete obj.metadata.resourceVersion;
     if (t.generation) obj.metadata.generation = 1;
     else delete obj.metadata.generation;
     normalizeSecret(t, obj);
-    return this.commit(key, 'ADDED', obj, undefined);
+    const admitted = opts.admit ? opts.admit(obj, undefined) : obj;
+    return this.commit(key, 'ADDED', admitted, undefined, true, opts.dryRun);
   }
 
   /** PUT of the main resource (subresource 'status' for /status). */
-  update(key: string, namespace: string, name: string, body: KubeObject, subresource?: 'status'): KubeObject {
+  update(key: string, namespace: string, name: string, body: KubeObject, subresource?: 'status', opts: WriteOptions = {}): KubeObject {
     const t = this.type(key);
+    if (!t.namespaced) namespace = '';
     if (subresource === 'status' && !t.status) throw new ApiError(404, 'NotFound', `the server could not find the requested resource (${t.plural}/status)`);
     const current = this.get(key, namespace, name);
     if (body.metadata?.name !== undefined && body.metadata.name !== name) throw new ApiError(400, 'BadRequest', 'the name of the object does not match the name on the URL');
@@ -166,6 +193,7 @@ export class ObjectStore {
       const m = next.metadata ?? ({} as ObjectMeta);
       // Server-owned fields cannot be changed by a client.
       next.metadata = { ...m, name, namespace, uid: current.metadata.uid, creationTimestamp: current.metadata.creationTimestamp };
+      if (!t.namespaced) delete next.metadata.namespace;
       if (current.metadata.deletionTimestamp) next.metadata.deletionTimestamp = current.metadata.deletionTimestamp;
       else delete next.metadata.deletionTimestamp;
       if (t.generation) next.metadata.generation = current.metadata.generation;
@@ -175,23 +203,25 @@ export class ObjectStore {
         const added = (next.metadata.finalizers ?? []).filter((f) => !before.has(f));
         if (added.length) throw new ApiError(422, 'Invalid', `${t.kind} "${name}" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`);
       }
-      if (t.generation && specOf(next) !== specOf(current)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
     }
     next.apiVersion = apiVersionOf(t);
     next.kind = t.kind;
     normalizeSecret(t, next);
+    if (opts.admit) next = opts.admit(next, current);
+    if (subresource !== 'status' && t.generation && specOf(next) !== specOf(current)) next.metadata.generation = (current.metadata.generation ?? 1) + 1;
     if (JSON.stringify({ ...next, metadata: { ...next.metadata, resourceVersion: undefined } }) === JSON.stringify({ ...current, metadata: { ...current.metadata, resourceVersion: undefined } })) {
       return current; // a no-op write keeps the resourceVersion and sends no event, as the real server does
     }
     if (next.metadata.deletionTimestamp && (next.metadata.finalizers ?? []).length === 0) {
       // Removing the last finalizer of a deleting object deletes it in the same operation.
       next.metadata.uid = current.metadata.uid;
-      return this.remove(key, next);
+      return opts.dryRun ? next : this.remove(key, next);
     }
-    return this.commit(key, 'MODIFIED', next, current);
+    return this.commit(key, 'MODIFIED', next, current, true, opts.dryRun);
   }
 
-  delete(key: string, namespace: string, name: string, preconditions?: { resourceVersion?: string; uid?: string }): KubeObject {
+  delete(key: string, namespace: string, name: string, preconditions?: { resourceVersion?: string; uid?: string }, opts: WriteOptions = {}): KubeObject {
+    if (!this.type(key).namespaced) namespace = '';
     const current = this.get(key, namespace, name);
     if (preconditions?.uid && preconditions.uid !== current.metadata.uid) throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${preconditions.uid}, UID in object meta: ${current.metadata.uid}`);
     if (preconditions?.resourceVersion && preconditions.resourceVersion !== current.metadata.resourceVersion) throw new ApiError(409, 'Conflict', `Precondition failed: ResourceVersion in precondition: ${preconditions.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`);
@@ -199,9 +229,9 @@ export class ObjectStore {
       if (current.metadata.deletionTimestamp) return current;
       const next = clone(current);
       next.metadata.deletionTimestamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-      return this.commit(key, 'MODIFIED', next, current);
+      return this.commit(key, 'MODIFIED', next, current, true, opts.dryRun);
     }
-    return this.remove(key, current);
+    return opts.dryRun ? current : this.remove(key, current);
   }
 
   private remove(key: string, current: KubeObject): KubeObject {
@@ -246,7 +276,8 @@ export class ObjectStore {
     }
   }
 
-  private commit(key: string, type: EventType, obj: KubeObject, prev: KubeObject | undefined, store = true): KubeObject {
+  private commit(key: string, type: EventType, obj: KubeObject, prev: KubeObject | undefined, store = true, dryRun = false): KubeObject {
+    if (dryRun) return obj;
     obj.metadata.resourceVersion = String(++this.rv);
     if (prev) this.index(key, prev, false);
     if (store) {

@@ -113,3 +113,53 @@ export function jsonPatch(target: unknown, ops: unknown): unknown {
   }
   return doc;
 }
+
+/** Lists that strategic merge patch merges by a key (patchMergeKey) in the core kinds served here; others replace. */
+const MERGE_KEYS: Record<string, string> = { ownerReferences: 'uid', conditions: 'type' };
+/** Primitive lists with patchStrategy "merge": patched values are added, not substituted. */
+const MERGE_PRIMITIVES = new Set(['finalizers']);
+
+/**
+ * Strategic merge patch as kubectl sends it for core kinds: a merge patch whose lists of maps merge by key and
+ * whose directives ($patch, $retainKeys, $setElementOrder/…, $deleteFromPrimitiveList/…) are honoured.
+ */
+export function strategicMergePatch(target: unknown, patch: unknown, field = ''): unknown {
+  if (patch === null || typeof patch !== 'object') return structuredClone(patch);
+  if (Array.isArray(patch)) {
+    const key = MERGE_KEYS[field];
+    if (MERGE_PRIMITIVES.has(field) && Array.isArray(target)) return [...new Set([...target, ...patch])];
+    if (!key || !Array.isArray(target)) return structuredClone(patch.filter((p) => !(p && typeof p === 'object' && (p as Record<string, unknown>).$patch === 'delete')));
+    const out = structuredClone(target) as Record<string, unknown>[];
+    for (const item of patch as Record<string, unknown>[]) {
+      const i = out.findIndex((o) => o?.[key] === item?.[key]);
+      if (item?.$patch === 'delete') {
+        if (i >= 0) out.splice(i, 1);
+      } else if (i >= 0) out[i] = strategicMergePatch(out[i], item) as Record<string, unknown>;
+      else out.push(structuredClone(item));
+    }
+    return out;
+  }
+  const p = patch as Record<string, unknown>;
+  if (p.$patch === 'replace') {
+    const { $patch: _, ...rest } = p;
+    return structuredClone(rest);
+  }
+  if (p.$patch === 'delete') return undefined;
+  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [k, v] of Object.entries(p)) {
+    if (k === '$patch' || k === '$retainKeys' || k.startsWith('$setElementOrder/')) continue;
+    if (k.startsWith('$deleteFromPrimitiveList/')) {
+      const name = k.slice('$deleteFromPrimitiveList/'.length);
+      if (Array.isArray(out[name])) out[name] = (out[name] as unknown[]).filter((x) => !(v as unknown[]).includes(x));
+      continue;
+    }
+    if (v === null) delete out[k];
+    else {
+      const merged = strategicMergePatch(out[k], v, k);
+      if (merged === undefined) delete out[k];
+      else out[k] = merged;
+    }
+  }
+  if (Array.isArray(p.$retainKeys)) for (const k of Object.keys(out)) if (!(p.$retainKeys as string[]).includes(k)) delete out[k];
+  return out;
+}

