@@ -123,11 +123,3 @@ export function malformedStreamFrame(what: string): string {
 export function unexpectedAnswer(what: string): GatewayError {
   return new GatewayError('upstream_unavailable', `The upstream answer could not be converted: ${what}.`);
 }
-
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-export function nonNegativeInt(v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
-}

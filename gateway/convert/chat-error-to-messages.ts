@@ -1,3 +1,4 @@
+import { asObject } from '../json-guards.ts';
 // OpenAI chat error bodies -> Anthropic error bodies and in-stream error events (reference §2.6, §8.9).
 
 type Obj = Record<string, unknown>;
@@ -61,13 +62,9 @@ function chatError(body: Buffer | string): { message?: string; type?: unknown; c
   } catch {
     return undefined;
   }
-  const root = obj(parsed);
-  const e = obj(root?.error) ?? root;
+  const root = asObject(parsed);
+  const e = asObject(root?.error) ?? root;
   if (!e) return undefined;
   const message = typeof e.message === 'string' && e.message !== '' ? e.message : undefined;
   return { message, type: e.type, code: e.code };
-}
-
-function obj(v: unknown): Obj | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
 }

@@ -1,5 +1,6 @@
 // OpenAI chat completion -> Anthropic message, for messages clients on an `openai`-only model (reference §8.4).
 import { GatewayError } from '../errors.ts';
+import { asObject, nonNegativeInt } from '../json-guards.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -21,10 +22,10 @@ export interface MessagesUsage {
 
 /** Chat usage in Anthropic terms, by the same rule the meter bills with (DESIGN §5): input = prompt - cached. */
 export function messagesUsageFromChat(raw: unknown): MessagesUsage {
-  const u = obj(raw);
-  const prompt = count(u?.prompt_tokens);
-  const cached = Math.min(count(obj(u?.prompt_tokens_details)?.cached_tokens), prompt);
-  return { input_tokens: prompt - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: count(u?.completion_tokens) };
+  const u = asObject(raw);
+  const prompt = nonNegativeInt(u?.prompt_tokens);
+  const cached = Math.min(nonNegativeInt(asObject(u?.prompt_tokens_details)?.cached_tokens), prompt);
+  return { input_tokens: prompt - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: nonNegativeInt(u?.completion_tokens) };
 }
 
 /**
@@ -62,11 +63,11 @@ export function reasoningText(m: Obj | undefined): string {
 }
 
 export function chatResponseToMessages(body: unknown, ctx: ChatToMessagesContext): Obj {
-  const res = obj(body);
+  const res = asObject(body);
   const choices = res?.choices;
   if (!res || !Array.isArray(choices)) throw new GatewayError('upstream_unavailable', 'The upstream answered with a body that is not a chat completion.');
-  const choice = obj(choices[0]);
-  const message = obj(choice?.message);
+  const choice = asObject(choices[0]);
+  const message = asObject(choice?.message);
   const content: Obj[] = [];
   const thinking = reasoningText(message);
   if (thinking !== '') content.push({ type: 'thinking', thinking, signature: '' });
@@ -75,8 +76,8 @@ export function chatResponseToMessages(body: unknown, ctx: ChatToMessagesContext
   let tools = 0;
   const calls = Array.isArray(message?.tool_calls) ? message.tool_calls : [];
   for (const raw of calls) {
-    const call = obj(raw);
-    const fn = obj(call?.function);
+    const call = asObject(raw);
+    const fn = asObject(call?.function);
     if (!fn) continue;
     content.push({
       type: 'tool_use',
@@ -104,7 +105,7 @@ function messageText(m: Obj | undefined): string {
   const c = m?.content;
   if (typeof c === 'string') return c;
   let text = '';
-  if (Array.isArray(c)) for (const p of c) if (typeof obj(p)?.text === 'string') text += obj(p)!.text as string;
+  if (Array.isArray(c)) for (const p of c) if (typeof asObject(p)?.text === 'string') text += asObject(p)!.text as string;
   // A refusal is the model's answer; Anthropic has no separate field for its text.
   if (text === '' && typeof m?.refusal === 'string') text = m.refusal;
   return text;
@@ -114,16 +115,8 @@ function messageText(m: Obj | undefined): string {
 function toolInput(args: unknown): Obj {
   if (typeof args !== 'string' || args.trim() === '') return {};
   try {
-    return obj(JSON.parse(args)) ?? {};
+    return asObject(JSON.parse(args)) ?? {};
   } catch {
     return {};
   }
-}
-
-function obj(v: unknown): Obj | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
-}
-
-function count(v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
 }

@@ -6,6 +6,7 @@ import type { SseEvent } from '../meter/stream-meter.ts';
 import type { ChatToMessagesContext } from './chat-response-to-messages.ts';
 import { matchedStopSequence, messageId, messagesUsageFromChat, reasoningText, stopReasonFromChat } from './chat-response-to-messages.ts';
 import { messagesErrorEvent, streamErrorType } from './chat-error-to-messages.ts';
+import { asObject } from '../json-guards.ts';
 
 type Obj = Record<string, unknown>;
 type BlockKind = 'thinking' | 'text' | 'tool';
@@ -40,20 +41,20 @@ export class ChatToMessagesStream implements StreamConverter {
     } catch {
       return this.fail('api_error', 'The upstream stream sent a malformed event.');
     }
-    const chunk = obj(parsed);
+    const chunk = asObject(parsed);
     if (!chunk) return this.fail('api_error', 'The upstream stream sent a malformed event.');
-    const err = obj(chunk.error);
+    const err = asObject(chunk.error);
     if (err) return this.fail(streamErrorType(err), typeof err.message === 'string' && err.message !== '' ? err.message : 'The upstream reported an error mid-stream.');
     const choices = chunk.choices;
-    if (!Array.isArray(choices) && !obj(chunk.usage)) return this.fail('api_error', 'The upstream stream sent an event that is not a chat chunk.');
+    if (!Array.isArray(choices) && !asObject(chunk.usage)) return this.fail('api_error', 'The upstream stream sent an event that is not a chat chunk.');
     let out = this.started ? '' : this.start(chunk);
-    if (obj(chunk.usage)) this.usage = chunk.usage;
+    if (asObject(chunk.usage)) this.usage = chunk.usage;
     if (Array.isArray(choices)) {
       for (const c of choices) {
-        const choice = obj(c);
+        const choice = asObject(c);
         // Only the first choice: the request never asks for n > 1.
         if (!choice || (choice.index !== undefined && choice.index !== 0)) continue;
-        out += this.delta(obj(choice.delta));
+        out += this.delta(asObject(choice.delta));
         if (this.closed) return out;
         if (choice.finish_reason !== null && choice.finish_reason !== undefined) {
           this.finish = choice.finish_reason;
@@ -98,7 +99,7 @@ export class ChatToMessagesStream implements StreamConverter {
     if (text !== '') out += this.ensure('text') + deltaFrame(this.openIndex, 'text_delta', 'text', text);
     if (Array.isArray(d.tool_calls)) {
       for (const raw of d.tool_calls) {
-        out += this.toolFragment(obj(raw));
+        out += this.toolFragment(asObject(raw));
         if (this.closed) return out;
       }
     }
@@ -107,7 +108,7 @@ export class ChatToMessagesStream implements StreamConverter {
 
   private toolFragment(tc: Obj | undefined): string {
     if (!tc) return '';
-    const fn = obj(tc.function);
+    const fn = asObject(tc.function);
     // Upstreams that omit the index send one call at a time: a fragment with an id starts the next one.
     const index = typeof tc.index === 'number' ? tc.index : typeof tc.id === 'string' && tc.id !== '' ? this.toolsSeen.size : Math.max(this.openTool, 0);
     let out = '';
@@ -181,8 +182,4 @@ function deltaFrame(index: number, type: string, field: string, value: string): 
 
 function frame(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-}
-
-function obj(v: unknown): Obj | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
 }

@@ -1,7 +1,8 @@
 // Gemini error bodies (`{"error": {code, message, status}}`, also inside a stream) -> the chat error shape.
 import type { ChatErrorBody } from './chat-completion.ts';
-import { chatError, isObject } from './chat-completion.ts';
-import { nonJsonError, parseErrorBody } from './upstream-error.ts';
+import { chatError } from './chat-completion.ts';
+import { nonJsonError } from './upstream-error.ts';
+import { isObject, parseJson } from '../json-guards.ts';
 
 // reference §8.9: Google canonical status -> chat type and code.
 const STATUSES: Readonly<Record<string, [string, string | null]>> = {
@@ -27,7 +28,7 @@ export function geminiErrorObject(err: unknown, status?: number): ChatErrorBody 
 }
 
 export function geminiErrorToChat(status: number, body: Buffer): { status: number; body: string } {
-  let parsed = parseErrorBody(body);
+  let parsed = parseJson(body);
   // A streaming request may be answered with a JSON array holding the error object.
   if (Array.isArray(parsed)) parsed = parsed[0];
   if (!isObject(parsed) || !isObject(parsed.error)) return { status, body: JSON.stringify(nonJsonError(status)) };

@@ -1,6 +1,7 @@
 // Gemini finishReason -> chat finish_reason and usageMetadata -> chat usage (reference §8.5), shared by JSON and stream.
 import type { ChatUsage, FinishReason } from './chat-completion.ts';
-import { chatUsage, isObject, nonNegativeInt } from './chat-completion.ts';
+import { chatUsage } from './chat-completion.ts';
+import { isObject, nonNegativeInt } from '../json-guards.ts';
 
 const FILTERED = new Set(['SAFETY', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT', 'RECITATION', 'IMAGE_RECITATION', 'LANGUAGE']);
 

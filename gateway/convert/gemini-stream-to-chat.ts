@@ -3,10 +3,11 @@
 import type { SseEvent } from '../meter/stream-meter.ts';
 import type { StreamConverter } from '../relay/relay.ts';
 import type { ChatContext, ChatDelta } from './chat-completion.ts';
-import { ChunkWriter, DONE_FRAME, errorFrame, isObject, malformedStreamFrame } from './chat-completion.ts';
+import { ChunkWriter, DONE_FRAME, errorFrame, malformedStreamFrame } from './chat-completion.ts';
 import { geminiErrorObject } from './gemini-error-to-chat.ts';
 import { finishFromGemini, usageFromGemini } from './gemini-finish.ts';
 import { geminiToolCallId } from './gemini-tool-id.ts';
+import { isObject } from '../json-guards.ts';
 
 interface CandidateState {
   index: number;

@@ -1,7 +1,8 @@
 // Anthropic error bodies (JSON and `event: error`) -> the chat error shape, the upstream's status kept (DESIGN §8).
 import type { ChatErrorBody } from './chat-completion.ts';
-import { chatError, isObject } from './chat-completion.ts';
-import { nonJsonError, parseErrorBody } from './upstream-error.ts';
+import { chatError } from './chat-completion.ts';
+import { nonJsonError } from './upstream-error.ts';
+import { isObject, parseJson } from '../json-guards.ts';
 
 // reference §8.9: Anthropic error.type -> chat type and code.
 const TYPES: Readonly<Record<string, [string, string | null]>> = {
@@ -27,7 +28,7 @@ export function messagesErrorObject(err: unknown, status?: number): ChatErrorBod
 }
 
 export function messagesErrorToChat(status: number, body: Buffer): { status: number; body: string } {
-  const parsed = parseErrorBody(body);
+  const parsed = parseJson(body);
   if (!isObject(parsed) || !isObject(parsed.error)) return { status, body: JSON.stringify(nonJsonError(status)) };
   return { status, body: JSON.stringify(messagesErrorObject(parsed.error, status)) };
 }

@@ -1,6 +1,7 @@
 // Anthropic stop_reason -> chat finish_reason and usage -> chat usage (reference §8.2), shared by JSON and stream.
 import type { ChatUsage, FinishReason } from './chat-completion.ts';
-import { chatUsage, isObject, nonNegativeInt } from './chat-completion.ts';
+import { chatUsage } from './chat-completion.ts';
+import { isObject, nonNegativeInt } from '../json-guards.ts';
 
 const FINISH: Readonly<Record<string, FinishReason>> = {
   end_turn: 'stop',

@@ -1,6 +1,7 @@
 // Anthropic messages request -> OpenAI chat request, for models that speak only `openai` (DESIGN §3; reference §8.4).
 // Pure: throws GatewayError('invalid_request') for what cannot be converted, never touches I/O.
 import { GatewayError } from '../errors.ts';
+import { asObject } from '../json-guards.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -50,7 +51,7 @@ export function messagesRequestToChat(body: Obj, opts: MessagesToChatOptions): O
   convertToolChoice(body.tool_choice, chat, tools !== undefined);
   const effort = reasoningEffort(body);
   if (effort) chat.reasoning_effort = effort;
-  const userId = obj(body.metadata)?.user_id;
+  const userId = asObject(body.metadata)?.user_id;
   if (typeof userId === 'string' && userId !== '') chat.user = userId;
   const format = outputFormat(body);
   if (format) chat.response_format = format;
@@ -64,7 +65,7 @@ function systemMessage(system: unknown): Obj | undefined {
   if (typeof system === 'string') return system === '' ? undefined : { role: 'system', content: system };
   if (!Array.isArray(system)) throw bad('system: must be a string or a list of text blocks', 'system');
   const parts = system.map((b, i) => {
-    const block = obj(b);
+    const block = asObject(b);
     if (block?.type !== 'text' || typeof block.text !== 'string') throw bad(`system.${i}: only text blocks are allowed`, 'system');
     return block.text;
   });
@@ -74,7 +75,7 @@ function systemMessage(system: unknown): Obj | undefined {
 }
 
 function convertMessage(raw: unknown, i: number, out: Obj[]): void {
-  const m = obj(raw);
+  const m = asObject(raw);
   if (!m) throw bad(`messages.${i}: must be an object`, 'messages');
   const role = m.role;
   const content = m.content;
@@ -97,7 +98,7 @@ function assistantMessage(blocks: unknown[], i: number): Obj {
   let text = '';
   const toolCalls: Obj[] = [];
   blocks.forEach((b, j) => {
-    const block = obj(b);
+    const block = asObject(b);
     const where = `messages.${i}.content.${j}`;
     switch (block?.type) {
       case 'text':
@@ -127,7 +128,7 @@ function assistantMessage(blocks: unknown[], i: number): Obj {
 function userMessages(blocks: unknown[], i: number, out: Obj[]): void {
   const parts: Obj[] = [];
   blocks.forEach((b, j) => {
-    const block = obj(b);
+    const block = asObject(b);
     const where = `messages.${i}.content.${j}`;
     if (block?.type === 'tool_result') {
       const { text, images } = toolResultContent(block.content, where);
@@ -157,14 +158,14 @@ function userPart(block: Obj | undefined, where: string): Obj {
 }
 
 function sourceUrl(raw: unknown, where: string): string {
-  const source = obj(raw);
+  const source = asObject(raw);
   if (source?.type === 'base64') return `data:${str(source.media_type, `${where}.source.media_type`)};base64,${str(source.data, `${where}.source.data`)}`;
   if (source?.type === 'url') return str(source.url, `${where}.source.url`);
   throw bad(`${where}.source: only base64 and url sources can be converted for this model`, 'messages');
 }
 
 function documentPart(block: Obj, where: string): Obj {
-  const source = obj(block.source);
+  const source = asObject(block.source);
   if (source?.type === 'text') return { type: 'text', text: str(source.data, `${where}.source.data`) };
   if (source?.type === 'base64') {
     const file: Obj = { file_data: `data:${str(source.media_type, `${where}.source.media_type`)};base64,${str(source.data, `${where}.source.data`)}` };
@@ -181,7 +182,7 @@ function toolResultContent(content: unknown, where: string): { text: string; ima
   let text = '';
   const images: Obj[] = [];
   content.forEach((b, k) => {
-    const block = obj(b);
+    const block = asObject(b);
     if (block?.type === 'text') text += (text === '' ? '' : '\n') + str(block.text, `${where}.content.${k}.text`);
     else if (block?.type === 'image') images.push({ type: 'image_url', image_url: { url: sourceUrl(block.source, `${where}.content.${k}`) } });
     else throw unsupportedBlock(block, `${where}.content.${k}`);
@@ -194,13 +195,13 @@ function convertTools(raw: unknown): Obj[] | undefined {
   if (!Array.isArray(raw)) throw bad('tools: must be a list', 'tools');
   if (raw.length === 0) return undefined;
   return raw.map((t, i) => {
-    const tool = obj(t);
+    const tool = asObject(t);
     if (!tool) throw bad(`tools.${i}: must be an object`, 'tools');
     // Server tools (web search, code execution, ...) run at Anthropic; a chat upstream has nothing to run them.
     if (tool.type !== undefined && tool.type !== 'custom') throw bad(`tools.${i}: the server tool "${String(tool.type)}" is not available for this model`, 'tools');
     const fn: Obj = { name: str(tool.name, `tools.${i}.name`) };
     if (typeof tool.description === 'string') fn.description = tool.description;
-    fn.parameters = obj(tool.input_schema) ?? { type: 'object', properties: {} };
+    fn.parameters = asObject(tool.input_schema) ?? { type: 'object', properties: {} };
     if (typeof tool.strict === 'boolean') fn.strict = tool.strict;
     return { type: 'function', function: fn };
   });
@@ -208,7 +209,7 @@ function convertTools(raw: unknown): Obj[] | undefined {
 
 function convertToolChoice(raw: unknown, chat: Obj, hasTools: boolean): void {
   if (raw === undefined || raw === null) return;
-  const choice = obj(raw);
+  const choice = asObject(raw);
   if (!choice) throw bad('tool_choice: must be an object', 'tool_choice');
   switch (choice.type) {
     case 'auto':
@@ -230,9 +231,9 @@ function convertToolChoice(raw: unknown, chat: Obj, hasTools: boolean): void {
 }
 
 function reasoningEffort(body: Obj): string | undefined {
-  const explicit = obj(body.output_config)?.effort;
+  const explicit = asObject(body.output_config)?.effort;
   if (typeof explicit === 'string' && EFFORTS.has(explicit)) return explicit;
-  const thinking = obj(body.thinking);
+  const thinking = asObject(body.thinking);
   if (!thinking) return undefined;
   if (thinking.type === 'enabled') return effortForBudget(typeof thinking.budget_tokens === 'number' ? thinking.budget_tokens : 0);
   // Reasoning on without a budget: the middle effort.
@@ -242,8 +243,8 @@ function reasoningEffort(body: Obj): string | undefined {
 
 // Structured output: Anthropic's json_schema format becomes chat's response_format.
 function outputFormat(body: Obj): Obj | undefined {
-  const format = obj(obj(body.output_config)?.format) ?? obj(body.output_format);
-  if (format?.type !== 'json_schema' || !obj(format.schema)) return undefined;
+  const format = asObject(asObject(body.output_config)?.format) ?? asObject(body.output_format);
+  if (format?.type !== 'json_schema' || !asObject(format.schema)) return undefined;
   return { type: 'json_schema', json_schema: { name: 'output', schema: format.schema, strict: true } };
 }
 
@@ -252,10 +253,6 @@ function copyNumber(from: Obj, to: Obj, key: string): void {
   if (v === undefined || v === null) return;
   if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(`${key}: must be a number`, key);
   to[key] = v;
-}
-
-function obj(v: unknown): Obj | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Obj) : undefined;
 }
 
 function str(v: unknown, where: string): string {

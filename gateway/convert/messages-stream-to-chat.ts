@@ -2,9 +2,10 @@
 import type { SseEvent } from '../meter/stream-meter.ts';
 import type { StreamConverter } from '../relay/relay.ts';
 import type { ChatContext, FinishReason } from './chat-completion.ts';
-import { ChunkWriter, DONE_FRAME, errorFrame, isObject, malformedStreamFrame } from './chat-completion.ts';
+import { ChunkWriter, DONE_FRAME, errorFrame, malformedStreamFrame } from './chat-completion.ts';
 import { messagesErrorObject } from './messages-error-to-chat.ts';
 import { finishFromStop, usageFromMessages } from './messages-finish.ts';
+import { isObject } from '../json-guards.ts';
 
 /** What a content block index carries for the client: text, thinking, a tool call (with its dense chat index), or nothing. */
 type BlockKind = { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool'; index: number } | { kind: 'skip' };

@@ -1,10 +1,11 @@
 // OpenAI-compatible upstream errors -> the chat error shape with all four keys (Zhipu, for one, sends only code and message).
 import type { ChatErrorBody } from './chat-completion.ts';
-import { chatError, isObject } from './chat-completion.ts';
-import { nonJsonError, parseErrorBody } from './upstream-error.ts';
+import { chatError } from './chat-completion.ts';
+import { nonJsonError } from './upstream-error.ts';
+import { isObject, parseJson } from '../json-guards.ts';
 
 export function openaiErrorToChat(status: number, body: Buffer): { status: number; body: string } {
-  const parsed = parseErrorBody(body);
+  const parsed = parseJson(body);
   if (!isObject(parsed) || !isObject(parsed.error)) return { status, body: JSON.stringify(nonJsonError(status)) };
   return { status, body: JSON.stringify(openaiErrorObject(parsed.error, status)) };
 }
