@@ -1,5 +1,7 @@
 // The pivot's output side: chat completion objects, stream chunks and error frames as OpenAI's schema spells them.
 import { GatewayError, renderError } from '../errors.ts';
+import type { Usage } from '../meter/usage.ts';
+import { promptTokens } from '../meter/usage.ts';
 
 /** What a response converter knows beside the upstream body: fallbacks for ids the upstream may not give. */
 export interface ChatContext {
@@ -76,6 +78,11 @@ export function chatUsage(prompt: number, cached: number, cacheWrite: number, co
   };
   if (reasoning !== undefined) u.completion_tokens_details = { reasoning_tokens: reasoning };
   return u;
+}
+
+/** The meter's Usage as chat reports it (prompt includes cache reads and writes); `reasoning` adds completion details. */
+export function chatUsageOf(u: Usage, reasoning: boolean): ChatUsage {
+  return chatUsage(promptTokens(u), u.cacheRead, u.cacheWrite, u.output, reasoning ? u.reasoning : undefined);
 }
 
 /**

@@ -9,7 +9,11 @@ type UsageOf = (body: Record<string, unknown> | undefined) => Usage | null;
 /** The §5 mapping, used when a gemini upstream is billed by the text rule (the unified chat entry). */
 export function geminiUsage(body: Record<string, unknown> | undefined): Usage | null {
   const meta = asObject(body?.usageMetadata);
-  if (!meta) return null;
+  return meta ? geminiMetaUsage(meta, countImages(body)) : null;
+}
+
+/** The §5 mapping of one usageMetadata object; `artifacts` is the images counted beside it. */
+export function geminiMetaUsage(meta: Record<string, unknown>, artifacts: number): Usage {
   const prompt = nonNegativeInt(meta.promptTokenCount);
   const cached = Math.min(nonNegativeInt(meta.cachedContentTokenCount), prompt);
   const thoughts = nonNegativeInt(meta.thoughtsTokenCount);
@@ -19,7 +23,7 @@ export function geminiUsage(body: Record<string, unknown> | undefined): Usage | 
     cacheRead: cached,
     cacheWrite: 0,
     reasoning: thoughts,
-    artifacts: countImages(body),
+    artifacts,
     explicitCache: cached > 0,
     estimated: false,
     detail: meta,

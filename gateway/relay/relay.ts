@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { ChargeContext } from '../billing/charge.ts';
+import type { ResponseConverter } from '../convert/converter.ts';
 import { charge } from '../billing/charge.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
@@ -12,7 +13,7 @@ import { replyError } from '../http/reply-error.ts';
 import { parseJson } from '../json-guards.ts';
 import { estimateUsage } from '../meter/estimate.ts';
 import { SseTap } from '../meter/sse-tap.ts';
-import type { SseEvent, UsageReader } from '../meter/stream-meter.ts';
+import type { UsageReader } from '../meter/stream-meter.ts';
 import type { Usage } from '../meter/usage.ts';
 import type { UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
@@ -49,22 +50,6 @@ export interface RelayCall extends ChargeContext {
   requireTerminalEvent?: boolean;
   /** Pass-through routes that still answer upstream errors in their own shape (the unified chat entry). */
   convertError?: ResponseConverter['error'];
-}
-
-/** The seam converting routes plug into; pass-through routes leave it out and bytes flow untouched. */
-export interface ResponseConverter {
-  /** Upstream JSON body to the client's JSON body. */
-  json(body: unknown): unknown;
-  /** A fresh incremental converter for one stream: upstream SSE events in, client SSE text out. */
-  stream(): StreamConverter;
-  /** An upstream error (status, raw body) in the client's error shape. */
-  error(status: number, body: Buffer): { status: number; body: string; contentType?: string };
-}
-
-export interface StreamConverter {
-  push(ev: SseEvent): string;
-  /** Called once when the upstream ended (cleanly or not); returns what still has to be written. */
-  end(): string;
 }
 
 // Upstream headers worth returning; everything else (rate limits, org ids, cookies) describes the provider's account.

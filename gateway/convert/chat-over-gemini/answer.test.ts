@@ -1,15 +1,15 @@
 // Gemini generateContent -> chat: responses, streams and errors against golden files, every chunk checked against OpenAI's schema.
 import { describe, expect, it } from 'vitest';
-import { runStream } from '../../test/support/convert-stream.ts';
-import { expectGolden, goldenInputs, readFixture } from '../../test/support/golden-files.ts';
-import { expectValidChatCompletion, expectValidChatStream } from '../../test/support/openai-schema.ts';
-import { geminiReader } from '../meter/gemini.ts';
-import type { ChatContext } from './chat-completion.ts';
-import { geminiErrorToChat } from './gemini-error-to-chat.ts';
-import { geminiResponseToChat } from './gemini-response-to-chat.ts';
-import { GeminiStreamToChat } from './gemini-stream-to-chat.ts';
-import { splitToolCallId } from './gemini-tool-id.ts';
-import { openaiErrorToChat } from './openai-error-to-chat.ts';
+import { runStream } from '../../../test/support/convert-stream.ts';
+import { expectGolden, goldenInputs, readFixture } from '../../../test/support/golden-files.ts';
+import { expectValidChatCompletion, expectValidChatStream } from '../../../test/support/openai-schema.ts';
+import { geminiReader } from '../../meter/gemini.ts';
+import type { ChatContext } from '../chat-completion.ts';
+import { geminiErrorToChat } from './error.ts';
+import { geminiResponseToChat } from './response.ts';
+import { GeminiStreamToChat } from './stream.ts';
+import { splitToolCallId } from './tool-id.ts';
+import { openaiErrorToChat } from '../chat-over-openai/error.ts';
 
 const CTX: ChatContext = { id: 'chatcmpl-golden', created: 1750000000, model: 'fallback-model' };
 

@@ -1,11 +1,11 @@
 // Anthropic Messages SSE -> chat chunks (reference §8.3): an incremental state machine over parsed SSE events.
-import type { SseEvent } from '../meter/stream-meter.ts';
-import type { StreamConverter } from '../relay/relay.ts';
-import type { ChatContext, FinishReason } from './chat-completion.ts';
-import { ChunkWriter, DONE_FRAME, errorFrame, malformedStreamFrame } from './chat-completion.ts';
-import { messagesErrorObject } from './messages-error-to-chat.ts';
-import { finishFromStop, usageFromMessages } from './messages-finish.ts';
-import { isObject } from '../json-guards.ts';
+import type { SseEvent } from '../../meter/stream-meter.ts';
+import type { StreamConverter } from '../converter.ts';
+import type { ChatContext, FinishReason } from '../chat-completion.ts';
+import { ChunkWriter, DONE_FRAME, errorFrame, malformedStreamFrame } from '../chat-completion.ts';
+import { messagesErrorObject } from './error.ts';
+import { finishFromStop, usageFromMessages } from './finish.ts';
+import { isObject } from '../../json-guards.ts';
 
 /** What a content block index carries for the client: text, thinking, a tool call (with its dense chat index), or nothing. */
 type BlockKind = { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool'; index: number } | { kind: 'skip' };

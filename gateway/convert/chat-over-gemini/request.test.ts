@@ -1,8 +1,8 @@
 // Chat request -> Gemini generateContent request: golden files, then the rules one by one.
 import { describe, expect, it } from 'vitest';
-import { expectGolden, goldenInputs, readFixture } from '../../test/support/golden-files.ts';
-import { GatewayError } from '../errors.ts';
-import { chatRequestToGemini } from './chat-request-to-gemini.ts';
+import { expectGolden, goldenInputs, readFixture } from '../../../test/support/golden-files.ts';
+import { GatewayError } from '../../errors.ts';
+import { chatRequestToGemini } from './request.ts';
 
 const DIR = 'convert/chat-request-to-gemini';
 const user = (content: unknown) => ({ role: 'user', content });

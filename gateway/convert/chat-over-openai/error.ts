@@ -1,8 +1,8 @@
 // OpenAI-compatible upstream errors -> the chat error shape with all four keys (Zhipu, for one, sends only code and message).
-import type { ChatErrorBody } from './chat-completion.ts';
-import { chatError } from './chat-completion.ts';
-import { nonJsonError } from './upstream-error.ts';
-import { isObject, parseJson } from '../json-guards.ts';
+import type { ChatErrorBody } from '../chat-completion.ts';
+import { chatError } from '../chat-completion.ts';
+import { nonJsonError } from '../upstream-error.ts';
+import { isObject, parseJson } from '../../json-guards.ts';
 
 export function openaiErrorToChat(status: number, body: Buffer): { status: number; body: string } {
   const parsed = parseJson(body);

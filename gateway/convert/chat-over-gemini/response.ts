@@ -1,9 +1,9 @@
 // Gemini generateContent response -> chat completion (reference §8.5).
-import type { ChatChoice, ChatCompletion, ChatContext, ChatImage, ChatMessage, ChatToolCall } from './chat-completion.ts';
-import { unexpectedAnswer } from './chat-completion.ts';
-import { finishFromGemini, usageFromGemini } from './gemini-finish.ts';
-import { geminiToolCallId } from './gemini-tool-id.ts';
-import { isObject } from '../json-guards.ts';
+import type { ChatChoice, ChatCompletion, ChatContext, ChatImage, ChatMessage, ChatToolCall } from '../chat-completion.ts';
+import { unexpectedAnswer } from '../chat-completion.ts';
+import { finishFromGemini, usageFromGemini } from './finish.ts';
+import { geminiToolCallId } from './tool-id.ts';
+import { isObject } from '../../json-guards.ts';
 
 export function geminiResponseToChat(body: unknown, ctx: ChatContext): ChatCompletion {
   if (!isObject(body)) throw unexpectedAnswer('the generateContent response is not an object');

@@ -1,13 +1,13 @@
 // Gemini streamGenerateContent (alt=sse) -> chat chunks (reference §7.4, §8.5). Each upstream chunk holds only new parts;
 // Gemini has no terminator, so the finish, usage and [DONE] chunks go out when the upstream closes.
-import type { SseEvent } from '../meter/stream-meter.ts';
-import type { StreamConverter } from '../relay/relay.ts';
-import type { ChatContext, ChatDelta } from './chat-completion.ts';
-import { ChunkWriter, DONE_FRAME, errorFrame, malformedStreamFrame } from './chat-completion.ts';
-import { geminiErrorObject } from './gemini-error-to-chat.ts';
-import { finishFromGemini, usageFromGemini } from './gemini-finish.ts';
-import { geminiToolCallId } from './gemini-tool-id.ts';
-import { isObject } from '../json-guards.ts';
+import type { SseEvent } from '../../meter/stream-meter.ts';
+import type { StreamConverter } from '../converter.ts';
+import type { ChatContext, ChatDelta } from '../chat-completion.ts';
+import { ChunkWriter, DONE_FRAME, errorFrame, malformedStreamFrame } from '../chat-completion.ts';
+import { geminiErrorObject } from './error.ts';
+import { finishFromGemini, usageFromGemini } from './finish.ts';
+import { geminiToolCallId } from './tool-id.ts';
+import { isObject } from '../../json-guards.ts';
 
 interface CandidateState {
   index: number;

@@ -1,8 +1,8 @@
 // messages request -> chat request: golden fixtures, and every unconvertible input a clear 400 (never a 500).
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../errors.ts';
-import { expectGolden, goldenInputs, readFixture } from '../../test/support/golden-files.ts';
-import { effortForBudget, messagesRequestToChat } from './messages-request-to-chat.ts';
+import { GatewayError } from '../../errors.ts';
+import { expectGolden, goldenInputs, readFixture } from '../../../test/support/golden-files.ts';
+import { effortForBudget, messagesRequestToChat } from './request.ts';
 
 const DIR = 'convert/messages-request-to-chat';
 

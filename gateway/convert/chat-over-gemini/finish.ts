@@ -1,7 +1,8 @@
 // Gemini finishReason -> chat finish_reason and usageMetadata -> chat usage (reference §8.5), shared by JSON and stream.
-import type { ChatUsage, FinishReason } from './chat-completion.ts';
-import { chatUsage } from './chat-completion.ts';
-import { isObject, nonNegativeInt } from '../json-guards.ts';
+import type { ChatUsage, FinishReason } from '../chat-completion.ts';
+import { chatUsageOf } from '../chat-completion.ts';
+import { isObject } from '../../json-guards.ts';
+import { geminiMetaUsage } from '../../meter/gemini.ts';
 
 const FILTERED = new Set(['SAFETY', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT', 'RECITATION', 'IMAGE_RECITATION', 'LANGUAGE']);
 
@@ -12,10 +13,8 @@ export function finishFromGemini(reason: unknown, calledTools: boolean): FinishR
   return calledTools ? 'tool_calls' : 'stop';
 }
 
-/** Same figures the meter bills (DESIGN §5): prompt includes cached content, completion = candidates + thoughts. */
+/** Read by the meter that bills it (prompt includes cached content, completion = candidates + thoughts), told in chat terms. */
 export function usageFromGemini(meta: unknown): ChatUsage | undefined {
   if (!isObject(meta)) return undefined;
-  const prompt = nonNegativeInt(meta.promptTokenCount);
-  const thoughts = nonNegativeInt(meta.thoughtsTokenCount);
-  return chatUsage(prompt, Math.min(nonNegativeInt(meta.cachedContentTokenCount), prompt), 0, nonNegativeInt(meta.candidatesTokenCount) + thoughts, thoughts);
+  return chatUsageOf(geminiMetaUsage(meta, 0), true);
 }

@@ -1,8 +1,8 @@
 // Chat request -> Gemini generateContent request (reference §8.5). Pure: what Gemini cannot take is a 400 here.
-import { GatewayError } from '../errors.ts';
-import { imagePartUrl, mediaTypeOfUrl, parseDataUrl } from './data-url.ts';
-import { splitToolCallId } from './gemini-tool-id.ts';
-import { isObject } from '../json-guards.ts';
+import { GatewayError } from '../../errors.ts';
+import { imagePartUrl, mediaTypeOfUrl, parseDataUrl } from '../data-url.ts';
+import { splitToolCallId } from './tool-id.ts';
+import { isObject } from '../../json-guards.ts';
 
 /** `reasoning_effort` to a Gemini 2.5 thinking budget (0 turns thinking off where the model allows it, -1 is dynamic). */
 export const GEMINI_THINKING_BUDGETS: Readonly<Record<string, number>> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: -1, max: -1 };

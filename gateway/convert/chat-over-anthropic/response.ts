@@ -1,8 +1,8 @@
 // Anthropic Messages response -> chat completion (reference §8.2).
-import type { ChatCompletion, ChatContext, ChatMessage, ChatToolCall } from './chat-completion.ts';
-import { unexpectedAnswer } from './chat-completion.ts';
-import { finishFromStop, usageFromMessages } from './messages-finish.ts';
-import { isObject } from '../json-guards.ts';
+import type { ChatCompletion, ChatContext, ChatMessage, ChatToolCall } from '../chat-completion.ts';
+import { unexpectedAnswer } from '../chat-completion.ts';
+import { finishFromStop, usageFromMessages } from './finish.ts';
+import { isObject } from '../../json-guards.ts';
 
 export function messagesResponseToChat(body: unknown, ctx: ChatContext): ChatCompletion {
   if (!isObject(body) || !Array.isArray(body.content)) throw unexpectedAnswer('the messages response has no content');

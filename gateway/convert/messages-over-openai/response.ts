@@ -1,6 +1,7 @@
 // OpenAI chat completion -> Anthropic message, for messages clients on an `openai`-only model (reference §8.4).
-import { GatewayError } from '../errors.ts';
-import { asObject, nonNegativeInt } from '../json-guards.ts';
+import { GatewayError } from '../../errors.ts';
+import { asObject } from '../../json-guards.ts';
+import { chatUsage as meteredChatUsage } from '../../meter/openai-chat.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -20,12 +21,11 @@ export interface MessagesUsage {
   output_tokens: number;
 }
 
-/** Chat usage in Anthropic terms, by the same rule the meter bills with (DESIGN §5): input = prompt - cached. */
+/** Chat usage in Anthropic terms, read by the meter that bills it (input = prompt - cached): one mapping, not two. */
 export function messagesUsageFromChat(raw: unknown): MessagesUsage {
-  const u = asObject(raw);
-  const prompt = nonNegativeInt(u?.prompt_tokens);
-  const cached = Math.min(nonNegativeInt(asObject(u?.prompt_tokens_details)?.cached_tokens), prompt);
-  return { input_tokens: prompt - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: nonNegativeInt(u?.completion_tokens) };
+  const u = meteredChatUsage(raw);
+  if (!u) return { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 };
+  return { input_tokens: u.input, cache_creation_input_tokens: u.cacheWrite, cache_read_input_tokens: u.cacheRead, output_tokens: u.output };
 }
 
 /**

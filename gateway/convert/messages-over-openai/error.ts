@@ -1,7 +1,5 @@
-import { asObject } from '../json-guards.ts';
 // OpenAI chat error bodies -> Anthropic error bodies and in-stream error events (reference §2.6, §8.9).
-
-type Obj = Record<string, unknown>;
+import { asObject } from '../../json-guards.ts';
 
 /** Anthropic error.type for an HTTP status (the SDK picks its exception class by status; the type says the same). */
 export function messagesErrorType(status: number): string {

@@ -1,7 +1,7 @@
 // Chat request -> Anthropic Messages request (reference §8.1). Pure: what cannot be said to Anthropic is a 400 here.
-import { GatewayError } from '../errors.ts';
-import { imagePartUrl, parseDataUrl } from './data-url.ts';
-import { isObject } from '../json-guards.ts';
+import { GatewayError } from '../../errors.ts';
+import { imagePartUrl, parseDataUrl } from '../data-url.ts';
+import { isObject } from '../../json-guards.ts';
 
 /** `max_tokens` is required by Anthropic and optional in chat: this fills it when the client gave none. */
 export const DEFAULT_MAX_TOKENS = 4096;

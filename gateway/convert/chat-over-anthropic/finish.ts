@@ -1,7 +1,7 @@
 // Anthropic stop_reason -> chat finish_reason and usage -> chat usage (reference §8.2), shared by JSON and stream.
-import type { ChatUsage, FinishReason } from './chat-completion.ts';
-import { chatUsage } from './chat-completion.ts';
-import { isObject, nonNegativeInt } from '../json-guards.ts';
+import type { ChatUsage, FinishReason } from '../chat-completion.ts';
+import { chatUsageOf } from '../chat-completion.ts';
+import { messagesUsage } from '../../meter/anthropic.ts';
 
 const FINISH: Readonly<Record<string, FinishReason>> = {
   end_turn: 'stop',
@@ -20,11 +20,8 @@ export function finishFromStop(stop: unknown, calledTools: boolean): FinishReaso
   return f === 'stop' && calledTools ? 'tool_calls' : f;
 }
 
-/** prompt = input + cache read + cache write (OpenAI's prompt includes cached tokens); cached_tokens = cache read. */
+/** Read by the meter that bills it, then told in chat terms: prompt = input + cache read + cache write. */
 export function usageFromMessages(u: unknown): ChatUsage | undefined {
-  if (!isObject(u)) return undefined;
-  const input = nonNegativeInt(u.input_tokens);
-  const read = nonNegativeInt(u.cache_read_input_tokens);
-  const write = nonNegativeInt(u.cache_creation_input_tokens);
-  return chatUsage(input + read + write, read, write, nonNegativeInt(u.output_tokens));
+  const usage = messagesUsage(u);
+  return usage ? chatUsageOf(usage, false) : undefined;
 }

@@ -1,8 +1,8 @@
 // chat error bodies -> messages error bodies: golden fixtures, each a valid Anthropic error body with the same status.
 import { describe, expect, it } from 'vitest';
-import { checkErrorBody, streamEventSchemas } from '../../test/support/anthropic-shapes.ts';
-import { expectGolden, goldenInputs, readFixture } from '../../test/support/golden-files.ts';
-import { chatErrorToMessages, messagesErrorEvent, messagesErrorType, streamErrorType } from './chat-error-to-messages.ts';
+import { checkErrorBody, streamEventSchemas } from '../../../test/support/anthropic-shapes.ts';
+import { expectGolden, goldenInputs, readFixture } from '../../../test/support/golden-files.ts';
+import { chatErrorToMessages, messagesErrorEvent, messagesErrorType, streamErrorType } from './error.ts';
 
 const DIR = 'convert/chat-error-to-messages';
 

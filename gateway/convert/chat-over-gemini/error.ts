@@ -1,8 +1,8 @@
 // Gemini error bodies (`{"error": {code, message, status}}`, also inside a stream) -> the chat error shape.
-import type { ChatErrorBody } from './chat-completion.ts';
-import { chatError } from './chat-completion.ts';
-import { nonJsonError } from './upstream-error.ts';
-import { isObject, parseJson } from '../json-guards.ts';
+import type { ChatErrorBody } from '../chat-completion.ts';
+import { chatError } from '../chat-completion.ts';
+import { nonJsonError } from '../upstream-error.ts';
+import { isObject, parseJson } from '../../json-guards.ts';
 
 // reference §8.9: Google canonical status -> chat type and code.
 const STATUSES: Readonly<Record<string, [string, string | null]>> = {

@@ -1,10 +1,10 @@
 // chat completion -> messages response: golden fixtures, each one a valid Anthropic message (reference §2.3).
 import { describe, expect, it } from 'vitest';
-import { GatewayError } from '../errors.ts';
-import { openaiChatReader } from '../meter/openai-chat.ts';
-import { checkMessage } from '../../test/support/anthropic-shapes.ts';
-import { expectGolden, goldenInputs, readFixture } from '../../test/support/golden-files.ts';
-import { chatResponseToMessages, messagesUsageFromChat, stopReasonFromChat } from './chat-response-to-messages.ts';
+import { GatewayError } from '../../errors.ts';
+import { openaiChatReader } from '../../meter/openai-chat.ts';
+import { checkMessage } from '../../../test/support/anthropic-shapes.ts';
+import { expectGolden, goldenInputs, readFixture } from '../../../test/support/golden-files.ts';
+import { chatResponseToMessages, messagesUsageFromChat, stopReasonFromChat } from './response.ts';
 
 const DIR = 'convert/chat-response-to-messages';
 const CTX = { stopSequences: ['\n\nHuman:', 'END'], fallbackId: 'req0001', fallbackModel: 'client-model' };

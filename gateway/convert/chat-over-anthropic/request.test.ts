@@ -1,8 +1,8 @@
 // Chat request -> Anthropic Messages request: golden files, then the rules one by one.
 import { describe, expect, it } from 'vitest';
-import { expectGolden, goldenInputs, readFixture } from '../../test/support/golden-files.ts';
-import { GatewayError } from '../errors.ts';
-import { chatRequestToMessages, DEFAULT_MAX_TOKENS } from './chat-request-to-messages.ts';
+import { expectGolden, goldenInputs, readFixture } from '../../../test/support/golden-files.ts';
+import { GatewayError } from '../../errors.ts';
+import { chatRequestToMessages, DEFAULT_MAX_TOKENS } from './request.ts';
 
 const DIR = 'convert/chat-request-to-messages';
 const convert = (body: Record<string, unknown>) => chatRequestToMessages(body, { model: 'claude-upstream' });

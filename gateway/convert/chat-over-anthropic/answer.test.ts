@@ -1,13 +1,13 @@
 // Anthropic Messages -> chat: responses, streams and errors against golden files, every chunk checked against OpenAI's schema.
 import { describe, expect, it } from 'vitest';
-import { runStream } from '../../test/support/convert-stream.ts';
-import { expectGolden, goldenInputs, readFixture } from '../../test/support/golden-files.ts';
-import { expectValidChatCompletion, expectValidChatStream } from '../../test/support/openai-schema.ts';
-import { anthropicReader } from '../meter/anthropic.ts';
-import type { ChatContext } from './chat-completion.ts';
-import { messagesErrorToChat } from './messages-error-to-chat.ts';
-import { messagesResponseToChat } from './messages-response-to-chat.ts';
-import { MessagesStreamToChat } from './messages-stream-to-chat.ts';
+import { runStream } from '../../../test/support/convert-stream.ts';
+import { expectGolden, goldenInputs, readFixture } from '../../../test/support/golden-files.ts';
+import { expectValidChatCompletion, expectValidChatStream } from '../../../test/support/openai-schema.ts';
+import { anthropicReader } from '../../meter/anthropic.ts';
+import type { ChatContext } from '../chat-completion.ts';
+import { messagesErrorToChat } from './error.ts';
+import { messagesResponseToChat } from './response.ts';
+import { MessagesStreamToChat } from './stream.ts';
 
 const CTX: ChatContext = { id: 'chatcmpl-golden', created: 1750000000, model: 'fallback-model' };
 

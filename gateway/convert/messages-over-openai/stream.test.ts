@@ -2,11 +2,11 @@
 // Golden fixtures, the Anthropic event grammar and shapes, and a property test over random splits of the bytes.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { openaiChatReader } from '../meter/openai-chat.ts';
-import { checkMessagesStream, parseSse } from '../../test/support/anthropic-shapes.ts';
-import { runStream } from '../../test/support/convert-stream.ts';
-import { expectGolden, goldenInputs, readFixture } from '../../test/support/golden-files.ts';
-import { ChatToMessagesStream } from './chat-stream-to-messages.ts';
+import { openaiChatReader } from '../../meter/openai-chat.ts';
+import { checkMessagesStream, parseSse } from '../../../test/support/anthropic-shapes.ts';
+import { runStream } from '../../../test/support/convert-stream.ts';
+import { expectGolden, goldenInputs, readFixture } from '../../../test/support/golden-files.ts';
+import { ChatToMessagesStream } from './stream.ts';
 
 const DIR = 'convert/chat-stream-to-messages';
 const CTX = { stopSequences: ['\n\nHuman:', 'END'], fallbackId: 'req0001', fallbackModel: 'client-model' };

@@ -1,12 +1,12 @@
 // OpenAI chat SSE -> Anthropic messages SSE: an incremental state machine over parsed events (reference §2.5, §8.4).
 // Anthropic blocks are strictly sequential (start, deltas, stop, then the next index); chat interleaves reasoning,
 // text and tool-call fragments freely, so a change of kind closes the open block and opens the next one.
-import type { StreamConverter } from '../relay/relay.ts';
-import type { SseEvent } from '../meter/stream-meter.ts';
-import type { ChatToMessagesContext } from './chat-response-to-messages.ts';
-import { matchedStopSequence, messageId, messagesUsageFromChat, reasoningText, stopReasonFromChat } from './chat-response-to-messages.ts';
-import { messagesErrorEvent, streamErrorType } from './chat-error-to-messages.ts';
-import { asObject } from '../json-guards.ts';
+import type { StreamConverter } from '../converter.ts';
+import type { SseEvent } from '../../meter/stream-meter.ts';
+import type { ChatToMessagesContext } from './response.ts';
+import { matchedStopSequence, messageId, messagesUsageFromChat, reasoningText, stopReasonFromChat } from './response.ts';
+import { messagesErrorEvent, streamErrorType } from './error.ts';
+import { asObject } from '../../json-guards.ts';
 
 type Obj = Record<string, unknown>;
 type BlockKind = 'thinking' | 'text' | 'tool';

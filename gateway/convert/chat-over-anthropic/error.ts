@@ -1,8 +1,8 @@
 // Anthropic error bodies (JSON and `event: error`) -> the chat error shape, the upstream's status kept (DESIGN §8).
-import type { ChatErrorBody } from './chat-completion.ts';
-import { chatError } from './chat-completion.ts';
-import { nonJsonError } from './upstream-error.ts';
-import { isObject, parseJson } from '../json-guards.ts';
+import type { ChatErrorBody } from '../chat-completion.ts';
+import { chatError } from '../chat-completion.ts';
+import { nonJsonError } from '../upstream-error.ts';
+import { isObject, parseJson } from '../../json-guards.ts';
 
 // reference §8.9: Anthropic error.type -> chat type and code.
 const TYPES: Readonly<Record<string, [string, string | null]>> = {
