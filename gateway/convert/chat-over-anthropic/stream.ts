@@ -5,7 +5,7 @@ import type { ChatContext, FinishReason } from '../chat-completion.ts';
 import { ChunkWriter, DONE_FRAME, errorFrame, malformedStreamFrame } from '../chat-completion.ts';
 import { messagesErrorObject } from './error.ts';
 import { finishFromStop, usageFromMessages } from './finish.ts';
-import { isObject } from '../../json-guards.ts';
+import { isObject, parseJson } from '../../json-guards.ts';
 
 /** What a content block index carries for the client: text, thinking, a tool call (with its dense chat index), or nothing. */
 type BlockKind = { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool'; index: number } | { kind: 'skip' };
@@ -31,12 +31,8 @@ export class MessagesStreamToChat implements StreamConverter {
 
   push(ev: SseEvent): string {
     if (this.state === 'done' || this.state === 'failed') return '';
-    let data: unknown;
-    try {
-      data = JSON.parse(ev.data);
-    } catch {
-      return this.fail('an event is not valid JSON');
-    }
+    const data = parseJson(ev.data);
+    if (data === undefined) return this.fail('an event is not valid JSON');
     if (!isObject(data)) return this.fail('an event is not a JSON object');
     // The SDKs dispatch on the event name and fill a missing `type` from it; so do we.
     const name = ev.event ?? (typeof data.type === 'string' ? data.type : '');

@@ -2,7 +2,7 @@
 import { GatewayError } from '../../errors.ts';
 import { imagePartUrl, mediaTypeOfUrl, parseDataUrl } from '../data-url.ts';
 import { splitToolCallId } from './tool-id.ts';
-import { isObject } from '../../json-guards.ts';
+import { isObject, parseJson } from '../../json-guards.ts';
 
 /** `reasoning_effort` to a Gemini 2.5 thinking budget (0 turns thinking off where the model allows it, -1 is dynamic). */
 export const GEMINI_THINKING_BUDGETS: Readonly<Record<string, number>> = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: -1, max: -1 };
@@ -167,12 +167,7 @@ function functionResponse(m: Record<string, unknown>, param: string, callNames: 
   else if (Array.isArray(m.content)) text = textParts(m.content, `${param}.content`).map((p) => p.text).join('');
   else text = '';
   // Gemini wants an object: a JSON object result goes as it is, anything else under `output`.
-  let response: unknown;
-  try {
-    response = JSON.parse(text);
-  } catch {
-    response = undefined;
-  }
+  const response = parseJson(text);
   return { functionResponse: { name, response: isObject(response) ? response : { output: text } } };
 }
 

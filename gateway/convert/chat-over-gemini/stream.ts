@@ -7,7 +7,7 @@ import { ChunkWriter, DONE_FRAME, errorFrame, malformedStreamFrame } from '../ch
 import { geminiErrorObject } from './error.ts';
 import { finishFromGemini, usageFromGemini } from './finish.ts';
 import { geminiToolCallId } from './tool-id.ts';
-import { isObject } from '../../json-guards.ts';
+import { isObject, parseJson } from '../../json-guards.ts';
 
 interface CandidateState {
   index: number;
@@ -30,12 +30,8 @@ export class GeminiStreamToChat implements StreamConverter {
 
   push(ev: SseEvent): string {
     if (this.failed) return '';
-    let data: unknown;
-    try {
-      data = JSON.parse(ev.data);
-    } catch {
-      return this.fail('an event is not valid JSON');
-    }
+    const data = parseJson(ev.data);
+    if (data === undefined) return this.fail('an event is not valid JSON');
     if (!isObject(data)) return this.fail('an event is not a JSON object');
     if (data.error !== undefined) {
       this.failed = true;

@@ -1,5 +1,5 @@
 // OpenAI chat error bodies -> Anthropic error bodies and in-stream error events (reference §2.6, §8.9).
-import { asObject } from '../../json-guards.ts';
+import { asObject, parseJson } from '../../json-guards.ts';
 
 /** Anthropic error.type for an HTTP status (the SDK picks its exception class by status; the type says the same). */
 export function messagesErrorType(status: number): string {
@@ -54,12 +54,7 @@ export function messagesErrorEvent(type: string, message: string): string {
 }
 
 function chatError(body: Buffer | string): { message?: string; type?: unknown; code?: unknown } | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(typeof body === 'string' ? body : body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
+  const parsed = parseJson(body);
   const root = asObject(parsed);
   const e = asObject(root?.error) ?? root;
   if (!e) return undefined;

@@ -1,6 +1,6 @@
 // OpenAI chat completion -> Anthropic message, for messages clients on an `openai`-only model (reference §8.4).
 import { GatewayError } from '../../errors.ts';
-import { asObject } from '../../json-guards.ts';
+import { asObject, parseJson } from '../../json-guards.ts';
 import { chatUsage as meteredChatUsage } from '../../meter/openai-chat.ts';
 
 type Obj = Record<string, unknown>;
@@ -114,9 +114,5 @@ function messageText(m: Obj | undefined): string {
 // tool_use.input must be an object; arguments that are not a JSON object (truncated, malformed) become {}.
 function toolInput(args: unknown): Obj {
   if (typeof args !== 'string' || args.trim() === '') return {};
-  try {
-    return asObject(JSON.parse(args)) ?? {};
-  } catch {
-    return {};
-  }
+  return asObject(parseJson(args)) ?? {};
 }

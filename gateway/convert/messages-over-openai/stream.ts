@@ -6,7 +6,7 @@ import type { SseEvent } from '../../meter/stream-meter.ts';
 import type { ChatToMessagesContext } from './response.ts';
 import { matchedStopSequence, messageId, messagesUsageFromChat, reasoningText, stopReasonFromChat } from './response.ts';
 import { messagesErrorEvent, streamErrorType } from './error.ts';
-import { asObject } from '../../json-guards.ts';
+import { asObject, parseJson } from '../../json-guards.ts';
 
 type Obj = Record<string, unknown>;
 type BlockKind = 'thinking' | 'text' | 'tool';
@@ -35,12 +35,8 @@ export class ChatToMessagesStream implements StreamConverter {
     // Chat streams carry no event names; anything named is not a chat chunk.
     if (ev.event !== undefined && ev.event !== 'message') return this.fail('api_error', `The upstream stream sent an unexpected "${ev.event}" event.`);
     if (ev.data === '[DONE]') return this.complete();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(ev.data);
-    } catch {
-      return this.fail('api_error', 'The upstream stream sent a malformed event.');
-    }
+    const parsed = parseJson(ev.data);
+    if (parsed === undefined) return this.fail('api_error', 'The upstream stream sent a malformed event.');
     const chunk = asObject(parsed);
     if (!chunk) return this.fail('api_error', 'The upstream stream sent a malformed event.');
     const err = asObject(chunk.error);
