@@ -44,18 +44,15 @@ async function unifiedChat(ctx: GatewayContext, req: FastifyRequest, reply: Fast
   const stream = body.stream === true;
   // The fallback model name follows the upstream picked (failover may change it).
   const chat: ChatContext = { id: `chatcmpl-${req.id}`, created: Math.floor(Date.now() / 1000), model: targets[0].model };
-  let build: RelayCall['build'];
-  let conversion;
-  let passHeaders = traceHeaders(req);
-  if (protocol === 'anthropic') {
-    const c = (conversion = chatOverAnthropic(body, chat));
-    build = (target) => ({ path: anthropic.paths.messages, body: c.body(target.model) });
-    // Chat clients send no anthropic-version: the default goes.
-    passHeaders = anthropic.versionHeaders(undefined, { ...passHeaders });
-  } else {
-    const c = (conversion = chatOverGemini(body, chat));
-    build = (target) => ({ path: gemini.modelPath(target.model, stream ? 'streamGenerateContent' : 'generateContent', stream), body: c.body(target.model) });
-  }
+  // Converted once, before any upstream is called: a request the upstream cannot take is a 400 here.
+  const conversion = protocol === 'anthropic' ? chatOverAnthropic(body, chat) : chatOverGemini(body, chat);
+  const action = stream ? 'streamGenerateContent' : 'generateContent';
+  const build: RelayCall['build'] =
+    protocol === 'anthropic'
+      ? (target) => ({ path: anthropic.paths.messages, body: conversion.body(target.model) })
+      : (target) => ({ path: gemini.modelPath(target.model, action, stream), body: conversion.body(target.model) });
+  // Chat clients send no anthropic-version: the default goes.
+  const passHeaders = protocol === 'anthropic' ? anthropic.versionHeaders(undefined, { ...traceHeaders(req) }) : traceHeaders(req);
   const reader = protocol === 'anthropic' ? anthropic.reader : gemini.reader;
   // A gemini upstream reached through chat is billed by the text rule (DESIGN §6), like every other path here.
   const call = relayCall(req, openai, { family: 'chat', key, model, clientModel, protocol, targets, stream, requestBytes: raw.length, build, reader, convert: conversion.converter, passHeaders });
