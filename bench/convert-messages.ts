@@ -1,7 +1,7 @@
 // Cost of serving messages on a chat upstream: the chat-SSE -> messages-SSE state machine behind the real SSE parser
 // and meter (as the relay runs it), and the request conversion. Run: node bench/convert-messages.ts [words]
-import { ChatToMessagesStream } from '../gateway/convert/chat-stream-to-messages.ts';
-import { messagesRequestToChat } from '../gateway/convert/messages-request-to-chat.ts';
+import { ChatToMessagesStream } from '../gateway/convert/messages-over-openai/stream.ts';
+import { messagesRequestToChat } from '../gateway/convert/messages-over-openai/request.ts';
 import { openaiChatReader } from '../gateway/meter/openai-chat.ts';
 import { SseTap } from '../gateway/meter/sse-tap.ts';
 

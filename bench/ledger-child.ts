@@ -3,7 +3,7 @@
 //   node bench/ledger-child.ts --rows N --journal-dir DIR (--database-url URL | --data-dir DIR)
 // Prints one LedgerThroughput as JSON on stdout.
 import { parseArgs } from 'node:util';
-import { openStore } from '../gateway/store/store.ts';
+import { openStore } from '../gateway/store/open.ts';
 import { ledgerThroughput } from './ledger-throughput.ts';
 
 const { values } = parseArgs({ options: { rows: { type: 'string' }, 'journal-dir': { type: 'string' }, 'database-url': { type: 'string' }, 'data-dir': { type: 'string' } } });

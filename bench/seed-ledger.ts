@@ -149,7 +149,7 @@ FROM (
 
 if (import.meta.main) {
   const { values } = parseArgs({ options: { 'database-url': { type: 'string' }, rows: { type: 'string', default: '10000000' }, days: { type: 'string', default: '30' } } });
-  const { openStore } = await import('../gateway/store/store.ts');
+  const { openStore } = await import('../gateway/store/open.ts');
   const store = await openStore({ databaseUrl: values['database-url'] ?? process.env.DATABASE_URL, dataDir: process.env.TOLLGATE_DATA_DIR });
   try {
     const end = Math.floor(Date.now() / 60_000) * 60_000;

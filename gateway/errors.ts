@@ -11,6 +11,7 @@ export type ErrorKind =
   | 'upstream_unavailable'
   | 'upstream_timeout'
   | 'ledger_unavailable'
+  | 'not_ready'
   | 'not_found'
   | 'internal';
 
@@ -36,6 +37,7 @@ const KINDS: Record<ErrorKind, KindSpec> = {
   upstream_unavailable: { status: 502, chatType: 'upstream_error', code: 'upstream_unavailable', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },
   upstream_timeout: { status: 504, chatType: 'upstream_error', code: 'upstream_timeout', messagesType: 'api_error', googleStatus: 'DEADLINE_EXCEEDED', compatType: 'GatewayTimeout' },
   ledger_unavailable: { status: 503, chatType: 'server_error', code: 'ledger_unavailable', messagesType: 'overloaded_error', googleStatus: 'UNAVAILABLE', compatType: 'ServiceUnavailable' },
+  not_ready: { status: 503, chatType: 'server_error', code: 'not_ready', messagesType: 'overloaded_error', googleStatus: 'UNAVAILABLE', compatType: 'ServiceUnavailable' },
   not_found: { status: 404, chatType: 'invalid_request_error', code: 'not_found', messagesType: 'not_found_error', googleStatus: 'NOT_FOUND', compatType: 'NotFound' },
   internal: { status: 500, chatType: 'server_error', code: 'internal_error', messagesType: 'api_error', googleStatus: 'INTERNAL', compatType: 'InternalServerError' },
 };
@@ -105,6 +107,8 @@ function problemTitle(kind: ErrorKind): string {
       return 'Invalid request parameters';
     case 'ledger_unavailable':
       return 'Usage store unavailable';
+    case 'not_ready':
+      return 'Gateway not ready';
     default:
       return kind.replaceAll('_', ' ');
   }

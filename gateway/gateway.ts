@@ -11,7 +11,7 @@ import type { GatewayContext } from './routes/context.ts';
 import { buildServer } from './server.ts';
 import { watchSnapshotFile } from './snapshot/file-source.ts';
 import { SnapshotHolder } from './snapshot/holder.ts';
-import { openStore, resolveDataDir } from './store/store.ts';
+import { openStore, resolveDataDir } from './store/open.ts';
 import type { Store } from './store/store.ts';
 import { UpstreamClient } from './upstream/client.ts';
 import { bufferedAccessLogger } from './telemetry/access-log.ts';

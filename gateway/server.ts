@@ -3,8 +3,9 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from './errors.ts';
-import { GatewayError, renderError } from './errors.ts';
+import { GatewayError } from './errors.ts';
 import { stripQueryKey } from './http/query-key.ts';
+import { replyError } from './http/reply-error.ts';
 import { registerChatRoutes } from './routes/chat.ts';
 import type { GatewayContext } from './routes/context.ts';
 import { registerGeminiRoutes } from './routes/gemini.ts';
@@ -48,8 +49,7 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     // Malformed URLs (bad percent escapes, over-long params) answer in the path's family too, not in fastify's shape.
     frameworkErrors: (err, req, reply) => {
       instrumentRefused(opts.telemetry, req, reply as FastifyReply);
-      const r = renderError(familyOf(req.url), new GatewayError('invalid_request', `The request URL is malformed (${err.code}).`), req.id);
-      void (reply as FastifyReply).code(r.status).header('content-type', r.contentType).send(r.body);
+      replyError(reply as FastifyReply, familyOf(req.url), new GatewayError('invalid_request', `The request URL is malformed (${err.code}).`), req.id);
     },
   });
   // Every body arrives as raw bytes: routes parse what they need and forward the rest untouched.
@@ -67,12 +67,10 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
       req.log.error({ err: { message: err.message, code: err.code, stack: err.stack } }, 'unhandled error');
       gerr = new GatewayError('internal', 'The gateway hit an internal error. The request id identifies it in our logs.');
     }
-    const r = renderError(family, gerr, req.id);
-    void reply.code(r.status).header('content-type', r.contentType).header('x-tollgate-request-id', req.id).send(r.body);
+    replyError(reply, family, gerr, req.id);
   });
   app.setNotFoundHandler((req, reply) => {
-    const r = renderError(familyOf(req.url), new GatewayError('not_found', `No route for ${req.method} ${req.url.split('?')[0]}.`), req.id);
-    void reply.code(r.status).header('content-type', r.contentType).send(r.body);
+    replyError(reply, familyOf(req.url), new GatewayError('not_found', `No route for ${req.method} ${req.url.split('?')[0]}.`), req.id);
   });
 
   registerHealthRoutes(app, ctx);

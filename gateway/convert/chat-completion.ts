@@ -1,5 +1,7 @@
 // The pivot's output side: chat completion objects, stream chunks and error frames as OpenAI's schema spells them.
 import { GatewayError, renderError } from '../errors.ts';
+import type { Usage } from '../meter/usage.ts';
+import { promptTokens } from '../meter/usage.ts';
 
 /** What a response converter knows beside the upstream body: fallbacks for ids the upstream may not give. */
 export interface ChatContext {
@@ -78,6 +80,11 @@ export function chatUsage(prompt: number, cached: number, cacheWrite: number, co
   return u;
 }
 
+/** The meter's Usage as chat reports it (prompt includes cache reads and writes); `reasoning` adds completion details. */
+export function chatUsageOf(u: Usage, reasoning: boolean): ChatUsage {
+  return chatUsage(promptTokens(u), u.cacheRead, u.cacheWrite, u.output, reasoning ? u.reasoning : undefined);
+}
+
 /**
  * Frames chat chunks for one stream. Every chunk carries `usage: null` and the usage arrives in a last chunk with empty
  * `choices`, as with `include_usage` (DESIGN §4 returns it whether or not the client asked).
@@ -122,12 +129,4 @@ export function malformedStreamFrame(what: string): string {
 /** For an upstream answer that is not the shape its protocol promises: a 502 in the chat shape. */
 export function unexpectedAnswer(what: string): GatewayError {
   return new GatewayError('upstream_unavailable', `The upstream answer could not be converted: ${what}.`);
-}
-
-export function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-export function nonNegativeInt(v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
 }

@@ -7,10 +7,10 @@ import { goldenInputs, readFixture } from '../../test/support/golden-files.ts';
 import { anthropicReader } from '../meter/anthropic.ts';
 import { geminiReader } from '../meter/gemini.ts';
 import type { UsageReader } from '../meter/stream-meter.ts';
-import type { StreamConverter } from '../relay/relay.ts';
+import type { StreamConverter } from './converter.ts';
 import type { ChatContext } from './chat-completion.ts';
-import { GeminiStreamToChat } from './gemini-stream-to-chat.ts';
-import { MessagesStreamToChat } from './messages-stream-to-chat.ts';
+import { GeminiStreamToChat } from './chat-over-gemini/stream.ts';
+import { MessagesStreamToChat } from './chat-over-anthropic/stream.ts';
 
 const CTX: ChatContext = { id: 'chatcmpl-split', created: 1750000000, model: 'fallback-model' };
 

@@ -2,7 +2,7 @@
 // a background writer into the store, health for readiness, and the usage report.
 import { join } from 'node:path';
 import type { Store } from '../store/store.ts';
-import { resolveDataDir } from '../store/store.ts';
+import { resolveDataDir } from '../store/open.ts';
 import { Journal } from './journal.ts';
 import type { JournalHealth, RejectedRow } from './journal.ts';
 import { stderrLogger } from './logger.ts';

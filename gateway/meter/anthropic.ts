@@ -2,16 +2,16 @@
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
-import { int, obj, parseJson } from './stream-meter.ts';
+import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
 
 export function messagesUsage(u: unknown): Usage | null {
-  const usage = obj(u);
+  const usage = asObject(u);
   if (!usage) return null;
   return {
-    input: int(usage.input_tokens),
-    output: int(usage.output_tokens),
-    cacheRead: int(usage.cache_read_input_tokens),
-    cacheWrite: int(usage.cache_creation_input_tokens),
+    input: nonNegativeInt(usage.input_tokens),
+    output: nonNegativeInt(usage.output_tokens),
+    cacheRead: nonNegativeInt(usage.cache_read_input_tokens),
+    cacheWrite: nonNegativeInt(usage.cache_creation_input_tokens),
     reasoning: 0,
     artifacts: 0,
     explicitCache: true,
@@ -32,10 +32,10 @@ class MessagesStreamMeter implements StreamMeter {
       return;
     }
     if (type !== 'message_start' && type !== 'message_delta') return;
-    const data = obj(parseJson(ev.data));
+    const data = asObject(parseJson(ev.data));
     if (!data) return;
-    if (type === 'message_start') this.start = obj(obj(data.message)?.usage);
-    else this.delta = { ...this.delta, ...obj(data.usage) };
+    if (type === 'message_start') this.start = asObject(asObject(data.message)?.usage);
+    else this.delta = { ...this.delta, ...asObject(data.usage) };
   }
   usage(): Usage {
     if (!this.start && !this.delta) return emptyUsage();
@@ -48,7 +48,7 @@ class MessagesStreamMeter implements StreamMeter {
 }
 
 export const anthropicReader: UsageReader = {
-  fromJson: (body) => messagesUsage(obj(body)?.usage),
+  fromJson: (body) => messagesUsage(asObject(body)?.usage),
   usageMember: 'usage',
   stream: () => new MessagesStreamMeter(),
 };

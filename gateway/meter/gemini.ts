@@ -2,24 +2,28 @@
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
-import { int, obj, parseJson } from './stream-meter.ts';
+import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
 
 type UsageOf = (body: Record<string, unknown> | undefined) => Usage | null;
 
 /** The §5 mapping, used when a gemini upstream is billed by the text rule (the unified chat entry). */
 export function geminiUsage(body: Record<string, unknown> | undefined): Usage | null {
-  const meta = obj(body?.usageMetadata);
-  if (!meta) return null;
-  const prompt = int(meta.promptTokenCount);
-  const cached = Math.min(int(meta.cachedContentTokenCount), prompt);
-  const thoughts = int(meta.thoughtsTokenCount);
+  const meta = asObject(body?.usageMetadata);
+  return meta ? geminiMetaUsage(meta, countImages(body)) : null;
+}
+
+/** The §5 mapping of one usageMetadata object; `artifacts` is the images counted beside it. */
+export function geminiMetaUsage(meta: Record<string, unknown>, artifacts: number): Usage {
+  const prompt = nonNegativeInt(meta.promptTokenCount);
+  const cached = Math.min(nonNegativeInt(meta.cachedContentTokenCount), prompt);
+  const thoughts = nonNegativeInt(meta.thoughtsTokenCount);
   return {
     input: prompt - cached,
-    output: int(meta.candidatesTokenCount) + thoughts,
+    output: nonNegativeInt(meta.candidatesTokenCount) + thoughts,
     cacheRead: cached,
     cacheWrite: 0,
     reasoning: thoughts,
-    artifacts: countImages(body),
+    artifacts,
     explicitCache: cached > 0,
     estimated: false,
     detail: meta,
@@ -31,11 +35,11 @@ export function geminiUsage(body: Record<string, unknown> | undefined): Usage | 
  * promptTokenCount, totalTokenCount and the rest stay in the detail, so no billed dimension shows tokens that cost nothing.
  */
 export function generateContentUsage(body: Record<string, unknown> | undefined): Usage | null {
-  const meta = obj(body?.usageMetadata);
+  const meta = asObject(body?.usageMetadata);
   if (!meta) return null;
   return {
     input: 0,
-    output: int(meta.candidatesTokenCount),
+    output: nonNegativeInt(meta.candidatesTokenCount),
     cacheRead: 0,
     cacheWrite: 0,
     reasoning: 0,
@@ -52,12 +56,12 @@ function countImages(body: Record<string, unknown> | undefined): number {
   const candidates = body?.candidates;
   if (!Array.isArray(candidates)) return 0;
   for (const c of candidates) {
-    const parts = obj(obj(c)?.content)?.parts;
+    const parts = asObject(asObject(c)?.content)?.parts;
     if (!Array.isArray(parts)) continue;
     for (const p of parts) {
-      const part = obj(p);
+      const part = asObject(p);
       if (!part || part.thought === true) continue;
-      const blob = obj(part.inlineData) ?? obj(part.inline_data);
+      const blob = asObject(part.inlineData) ?? asObject(part.inline_data);
       const mime = blob?.mimeType ?? blob?.mime_type;
       if (typeof mime === 'string' && mime.startsWith('image/')) n++;
     }
@@ -74,7 +78,7 @@ class GeminiStreamMeter implements StreamMeter {
     this.usageOf = usageOf;
   }
   push(ev: SseEvent): void {
-    const body = obj(parseJson(ev.data));
+    const body = asObject(parseJson(ev.data));
     if (body) this.pushBody(body);
   }
   pushBody(body: Record<string, unknown>): void {
@@ -86,7 +90,7 @@ class GeminiStreamMeter implements StreamMeter {
     } else this.artifacts += countImages(body);
     const candidates = body.candidates;
     // Gemini has no terminator event: the chunk with a finishReason and usage is the last one.
-    if (u && Array.isArray(candidates) && candidates.some((c) => obj(c)?.finishReason !== undefined)) this.done = true;
+    if (u && Array.isArray(candidates) && candidates.some((c) => asObject(c)?.finishReason !== undefined)) this.done = true;
   }
   usage(): Usage {
     if (!this.last) return { ...emptyUsage(), artifacts: this.artifacts };
@@ -101,13 +105,13 @@ function readerFor(usageOf: UsageOf): UsageReader {
       if (Array.isArray(body)) {
         const meter = new GeminiStreamMeter(usageOf);
         for (const chunk of body) {
-          const o = obj(chunk);
+          const o = asObject(chunk);
           if (o) meter.pushBody(o);
         }
         const u = meter.usage();
         return u.estimated ? null : u;
       }
-      return usageOf(obj(body));
+      return usageOf(asObject(body));
     },
     stream: () => new GeminiStreamMeter(usageOf),
   };

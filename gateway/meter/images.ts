@@ -7,31 +7,31 @@
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
-import { int, obj, parseJson } from './stream-meter.ts';
+import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
 
 export function imagesUsage(body: Record<string, unknown> | undefined): Usage | null {
   if (!body) return null;
-  const usage = obj(body.usage);
+  const usage = asObject(body.usage);
   const artifacts = imagesIn(body.data);
   if (!usage) {
     // No usage (dall-e, some proxies): the images are still counted; tokens are unknown, not guessed from base64 bytes.
     return Array.isArray(body.data) ? { ...emptyUsage(), artifacts } : null;
   }
-  return fromUsage(usage, artifacts || int(usage.generated_images));
+  return fromUsage(usage, artifacts || nonNegativeInt(usage.generated_images));
 }
 
 function imagesIn(data: unknown): number {
   if (!Array.isArray(data)) return 0;
   let n = 0;
   // Ark group generation reports a refused image as {error} inside data[]: not an artifact.
-  for (const d of data) if (obj(d) && obj(d)!.error === undefined) n++;
+  for (const d of data) if (asObject(d) && asObject(d)!.error === undefined) n++;
   return n;
 }
 
 function fromUsage(usage: Record<string, unknown>, artifacts: number): Usage {
   return {
-    input: int(usage.input_tokens),
-    output: int(usage.output_tokens),
+    input: nonNegativeInt(usage.input_tokens),
+    output: nonNegativeInt(usage.output_tokens),
     cacheRead: 0,
     cacheWrite: 0,
     reasoning: 0,
@@ -73,9 +73,9 @@ class ImagesStreamMeter implements StreamMeter {
       return;
     }
     if (!type.endsWith('.completed')) return;
-    const body = obj(parseJson(data));
+    const body = asObject(parseJson(data));
     if (!body) return;
-    const usage = obj(body.usage);
+    const usage = asObject(body.usage);
     if (body.b64_json !== undefined || body.url !== undefined) {
       // OpenAI: one completed event per image, each with the usage of that image.
       this.images++;
@@ -88,15 +88,15 @@ class ImagesStreamMeter implements StreamMeter {
       this.input = 0;
       this.output = 0;
       this.add(usage);
-      this.arkGenerated = int(usage.generated_images);
+      this.arkGenerated = nonNegativeInt(usage.generated_images);
     }
     this.done = true;
   }
 
   private add(usage: Record<string, unknown>): void {
     this.sawUsage = true;
-    this.input += int(usage.input_tokens);
-    this.output += int(usage.output_tokens);
+    this.input += nonNegativeInt(usage.input_tokens);
+    this.output += nonNegativeInt(usage.output_tokens);
     this.detail = usage;
   }
 
@@ -119,7 +119,7 @@ function eventType(data: string): string | undefined {
  */
 export function imagesReader(expected: () => number = () => 1): UsageReader {
   return {
-    fromJson: (body) => imagesUsage(obj(body)),
+    fromJson: (body) => imagesUsage(asObject(body)),
     stream: () => new ImagesStreamMeter(expected),
   };
 }

@@ -2,19 +2,19 @@
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
-import { int, obj, parseJson } from './stream-meter.ts';
+import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
 
 export function chatUsage(u: unknown): Usage | null {
-  const usage = obj(u);
+  const usage = asObject(u);
   if (!usage) return null;
-  const prompt = int(usage.prompt_tokens);
-  const cached = Math.min(int(obj(usage.prompt_tokens_details)?.cached_tokens), prompt);
+  const prompt = nonNegativeInt(usage.prompt_tokens);
+  const cached = Math.min(nonNegativeInt(asObject(usage.prompt_tokens_details)?.cached_tokens), prompt);
   return {
     input: prompt - cached,
-    output: int(usage.completion_tokens),
+    output: nonNegativeInt(usage.completion_tokens),
     cacheRead: cached,
     cacheWrite: 0,
-    reasoning: int(obj(usage.completion_tokens_details)?.reasoning_tokens),
+    reasoning: nonNegativeInt(asObject(usage.completion_tokens_details)?.reasoning_tokens),
     artifacts: 0,
     explicitCache: false,
     estimated: false,
@@ -33,7 +33,7 @@ class ChatStreamMeter implements StreamMeter {
     }
     // Only chunks that carry a usage object are parsed; content deltas pass untouched.
     if (!d.includes('"usage"') || /"usage"\s*:\s*null/.test(d)) return;
-    const u = chatUsage(obj(parseJson(d))?.usage);
+    const u = chatUsage(asObject(parseJson(d))?.usage);
     if (u) this.last = u;
   }
   usage(): Usage {
@@ -42,7 +42,7 @@ class ChatStreamMeter implements StreamMeter {
 }
 
 export const openaiChatReader: UsageReader = {
-  fromJson: (body) => chatUsage(obj(body)?.usage),
+  fromJson: (body) => chatUsage(asObject(body)?.usage),
   usageMember: 'usage',
   stream: () => new ChatStreamMeter(),
 };

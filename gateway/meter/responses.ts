@@ -2,19 +2,19 @@
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
-import { int, obj, parseJson } from './stream-meter.ts';
+import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
 
 export function responsesUsage(u: unknown): Usage | null {
-  const usage = obj(u);
+  const usage = asObject(u);
   if (!usage) return null;
-  const prompt = int(usage.input_tokens);
-  const cached = Math.min(int(obj(usage.input_tokens_details)?.cached_tokens), prompt);
+  const prompt = nonNegativeInt(usage.input_tokens);
+  const cached = Math.min(nonNegativeInt(asObject(usage.input_tokens_details)?.cached_tokens), prompt);
   return {
     input: prompt - cached,
-    output: int(usage.output_tokens),
+    output: nonNegativeInt(usage.output_tokens),
     cacheRead: cached,
     cacheWrite: 0,
-    reasoning: int(obj(usage.output_tokens_details)?.reasoning_tokens),
+    reasoning: nonNegativeInt(asObject(usage.output_tokens_details)?.reasoning_tokens),
     artifacts: 0,
     explicitCache: false,
     estimated: false,
@@ -27,7 +27,7 @@ const TERMINAL = new Set(['response.completed', 'response.failed', 'response.inc
 function terminalTypeIn(data: string): string | undefined {
   // Cheap substring test first: only the terminal event is ever parsed.
   if (!data.includes('"response.')) return undefined;
-  for (const t of TERMINAL) if (data.includes(`"${t}"`)) return String(obj(parseJson(data))?.type ?? '');
+  for (const t of TERMINAL) if (data.includes(`"${t}"`)) return String(asObject(parseJson(data))?.type ?? '');
   return undefined;
 }
 
@@ -38,7 +38,7 @@ class ResponsesStreamMeter implements StreamMeter {
     // The event name equals data.type; a relay that drops `event:` lines still leaves the type in the data.
     const type = ev.event ?? terminalTypeIn(ev.data);
     if (type === undefined || !TERMINAL.has(type)) return;
-    const u = responsesUsage(obj(obj(parseJson(ev.data))?.response)?.usage);
+    const u = responsesUsage(asObject(asObject(parseJson(ev.data))?.response)?.usage);
     if (u) this.last = u;
     this.done = true;
   }
@@ -48,7 +48,7 @@ class ResponsesStreamMeter implements StreamMeter {
 }
 
 export const responsesReader: UsageReader = {
-  fromJson: (body) => responsesUsage(obj(body)?.usage),
+  fromJson: (body) => responsesUsage(asObject(body)?.usage),
   usageMember: 'usage',
   stream: () => new ResponsesStreamMeter(),
 };

@@ -20,20 +20,3 @@ export interface UsageReader {
   usageMember?: string;
   stream(): StreamMeter;
 }
-
-export function int(v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
-}
-
-export function obj(v: unknown): Record<string, unknown> | undefined {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-}
-
-/** JSON.parse that returns undefined instead of throwing: upstream bytes are untrusted. */
-export function parseJson(data: string): unknown {
-  try {
-    return JSON.parse(data);
-  } catch {
-    return undefined;
-  }
-}

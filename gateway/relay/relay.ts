@@ -3,14 +3,17 @@ import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { ChargeContext } from '../billing/charge.ts';
+import type { ResponseConverter } from '../convert/converter.ts';
 import { charge } from '../billing/charge.ts';
 import type { ErrorFamily } from '../errors.ts';
-import { GatewayError, renderError } from '../errors.ts';
+import { GatewayError } from '../errors.ts';
 import type { LedgerRow } from '../ledger/row.ts';
 import { topLevelValueFromEnd } from '../http/json-scan.ts';
+import { replyError } from '../http/reply-error.ts';
+import { parseJson } from '../json-guards.ts';
 import { estimateUsage } from '../meter/estimate.ts';
 import { SseTap } from '../meter/sse-tap.ts';
-import type { SseEvent, UsageReader } from '../meter/stream-meter.ts';
+import type { UsageReader } from '../meter/stream-meter.ts';
 import type { Usage } from '../meter/usage.ts';
 import type { UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
@@ -47,22 +50,6 @@ export interface RelayCall extends ChargeContext {
   requireTerminalEvent?: boolean;
   /** Pass-through routes that still answer upstream errors in their own shape (the unified chat entry). */
   convertError?: ResponseConverter['error'];
-}
-
-/** The seam converting routes plug into; pass-through routes leave it out and bytes flow untouched. */
-export interface ResponseConverter {
-  /** Upstream JSON body to the client's JSON body. */
-  json(body: unknown): unknown;
-  /** A fresh incremental converter for one stream: upstream SSE events in, client SSE text out. */
-  stream(): StreamConverter;
-  /** An upstream error (status, raw body) in the client's error shape. */
-  error(status: number, body: Buffer): { status: number; body: string; contentType?: string };
-}
-
-export interface StreamConverter {
-  push(ev: SseEvent): string;
-  /** Called once when the upstream ended (cleanly or not); returns what still has to be written. */
-  end(): string;
 }
 
 // Upstream headers worth returning; everything else (rate limits, org ids, cookies) describes the provider's account.
@@ -107,7 +94,7 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
     else await relayJson(deps, call, target, res, reply, () => clientGone);
   } catch (err) {
     const gerr = err instanceof GatewayError ? err : upstreamError(err, current?.provider.id ?? 'unknown', controller.signal);
-    if (!reply.sent && !raw.headersSent) sendError(reply, call.family, gerr, call.requestId);
+    if (!reply.sent && !raw.headersSent) replyError(reply, call.family, gerr, call.requestId);
   } finally {
     clearTimeout(total);
     raw.off('close', onClose);
@@ -129,7 +116,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   // Pass-through answers go out as the upstream sent them: unless something needs the whole parsed body (a
   // converter, a recording span), only the usage member is located and parsed.
   const member = call.convert || tel.readsResponseBody() ? undefined : call.reader.usageMember;
-  const parsed = (member !== undefined && memberOnly(buf, member)) || parseBody(buf);
+  const parsed = (member !== undefined && memberOnly(buf, member)) || parseJson(buf);
   tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
   const row = charge(call, target, usage);
@@ -147,14 +134,6 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   copyHeaders(res, reply);
   tel.setOverheadHeader(reply);
   await reply.send(buf);
-}
-
-function parseBody(buf: Buffer): unknown {
-  try {
-    return JSON.parse(buf.toString('utf8'));
-  } catch {
-    return undefined;
-  }
 }
 
 /** `{ [member]: value }` read from the body's tail, or undefined when the member is not found there. */
@@ -303,11 +282,4 @@ function copyHeaders(res: UpstreamResponse, reply: FastifyReply): void {
   }
   const upstreamId = res.headers['x-request-id'] ?? res.headers['request-id'];
   if (upstreamId !== undefined) reply.header('x-upstream-request-id', upstreamId);
-}
-
-export function sendError(reply: FastifyReply, family: ErrorFamily, err: GatewayError, requestId?: string): void {
-  const r = renderError(family, err, requestId);
-  reply.code(r.status).header('content-type', r.contentType);
-  if (requestId) reply.header('x-tollgate-request-id', requestId);
-  void reply.send(r.body);
 }

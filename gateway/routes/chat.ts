@@ -1,11 +1,12 @@
 // POST /api/v1/chat/completions and /api/v3/chat/completions: pass-through to an openai-protocol upstream (DESIGN §3, §4).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from '../errors.ts';
-import { GatewayError, renderError } from '../errors.ts';
+import { GatewayError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';
 import type { Span } from '../http/json-scan.ts';
 import { spliceString, topLevelValue } from '../http/json-scan.ts';
-import { openaiChatReader } from '../meter/openai-chat.ts';
+import { openai } from '../protocols/openai.ts';
+import { relayCall } from '../relay/call.ts';
 import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel, upstreamsFor } from '../routing/resolve-model.ts';
@@ -52,32 +53,13 @@ export async function relayChatPassThrough(ctx: GatewayContext, req: FastifyRequ
     const opts = body.stream_options;
     body.stream_options = opts !== null && typeof opts === 'object' ? { ...opts, include_usage: true } : { include_usage: true };
   }
-  await relay(
-    ctx.relay,
-    {
-      requestId: req.id,
-      key,
-      model,
-      clientModel,
-      endpoint: routePath(req),
-      stream,
-      billing: 'text',
-      family,
-      protocol: 'openai',
-      targets,
-      build: (target) => {
-        if (modelAt && p.raw) return { path: '/chat/completions', body: target.model === body.model ? p.raw : spliceString(p.raw, modelAt, target.model) };
-        body.model = target.model;
-        return { path: '/chat/completions', body: JSON.stringify(body) };
-      },
-      reader: openaiChatReader,
-      requestBytes: p.requestBytes,
-      convertError: p.convertError,
-      streamError: (err) => `data: ${renderError(family, err).body}\n\n`,
-      passHeaders: traceHeaders(req),
-    },
-    reply,
-  );
+  const build: RelayCall['build'] = (target) => {
+    if (modelAt && p.raw) return { path: openai.paths.chat, body: target.model === body.model ? p.raw : spliceString(p.raw, modelAt, target.model) };
+    body.model = target.model;
+    return { path: openai.paths.chat, body: JSON.stringify(body) };
+  };
+  const call = relayCall(req, openai, { family, key, model, clientModel, protocol: 'openai', targets, stream, requestBytes: p.requestBytes, build, reader: openai.reader, convertError: p.convertError });
+  await relay(ctx.relay, call, reply);
 }
 
 /** Where the top-level `model` string sits in `raw`, when it is found exactly once and reads as `model`. */
@@ -96,15 +78,4 @@ export function requireChatFields(body: Record<string, unknown>): string {
   if (typeof model !== 'string' || model.trim() === '') throw new GatewayError('invalid_request', 'you must provide a model parameter', { param: 'model' });
   if (!Array.isArray(body.messages) || body.messages.length === 0) throw new GatewayError('invalid_request', "'messages' must be a non-empty array", { param: 'messages' });
   return model;
-}
-
-export function routePath(req: FastifyRequest): string {
-  return req.routeOptions.url ?? req.url.split('?')[0];
-}
-
-export function traceHeaders(req: FastifyRequest): Record<string, string> | undefined {
-  const tp = req.headers.traceparent;
-  if (typeof tp !== 'string') return undefined;
-  const ts = req.headers.tracestate;
-  return typeof ts === 'string' ? { traceparent: tp, tracestate: ts } : { traceparent: tp };
 }

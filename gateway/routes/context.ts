@@ -3,9 +3,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, presentedKey } from '../auth/authenticate.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
+import { replyError } from '../http/reply-error.ts';
 import type { UsageReport, UsageReportQuery } from '../ledger/report-types.ts';
 import type { RelayDeps } from '../relay/relay.ts';
-import { sendError } from '../relay/relay.ts';
 import type { SnapshotHolder } from '../snapshot/holder.ts';
 import type { RuntimeKey, RuntimeSnapshot } from '../snapshot/runtime.ts';
 import { telemetryOf } from '../telemetry/request-hook.ts';
@@ -28,7 +28,7 @@ export interface GatewayContext {
 
 export function snapshotOrFail(ctx: GatewayContext): RuntimeSnapshot {
   const s = ctx.holder.current;
-  if (!s) throw new GatewayError('ledger_unavailable', 'The gateway has not loaded its configuration yet.', { status: 503 });
+  if (!s) throw new GatewayError('not_ready', 'The gateway has not loaded its configuration yet.');
   return s;
 }
 
@@ -50,7 +50,7 @@ export function handle(family: ErrorFamily, fn: (req: FastifyRequest, reply: Fas
     } catch (err) {
       if (!(err instanceof GatewayError)) throw err;
       if (reply.sent || reply.raw.headersSent) return;
-      sendError(reply, family, err, req.id);
+      replyError(reply, family, err, req.id);
     }
   };
 }

@@ -1,6 +1,6 @@
-// How a model id is read from, and written into, a generateContent path.
+// How a model id is read from a generateContent path (written into one: protocols/gemini.test.ts).
 import { describe, expect, it } from 'vitest';
-import { modelPath, upstreamModelPath } from './gemini.ts';
+import { modelPath } from './gemini.ts';
 
 describe('modelPath', () => {
   it.each([
@@ -21,16 +21,5 @@ describe('modelPath', () => {
     '/api/v1/gemini/v1/models/m:generateContent',
   ])('refuses %s', (url) => {
     expect(modelPath(url, 'v1beta')).toBeUndefined();
-  });
-});
-
-describe('upstreamModelPath', () => {
-  it.each([
-    ['gemini-2.5-flash-image', 'models/gemini-2.5-flash-image'],
-    ['models/gemini-2.5-flash', 'models/gemini-2.5-flash'],
-    ['tunedModels/my-model', 'tunedModels/my-model'],
-    ['odd name?#', 'models/odd%20name%3F%23'],
-  ])('%s', (id, path) => {
-    expect(upstreamModelPath(id)).toBe(path);
   });
 });

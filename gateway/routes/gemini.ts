@@ -1,13 +1,14 @@
 // POST /api/v1/gemini/{v1beta|v1}/models/{model}:generateContent and :streamGenerateContent (DESIGN §3, §6):
 // pass-through to a gemini-protocol upstream, billed from candidatesTokenCount at the output price.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError, renderError } from '../errors.ts';
+import { GatewayError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';
 import { queryKeyOf } from '../http/query-key.ts';
-import { generateContentReader } from '../meter/gemini.ts';
+import { gemini } from '../protocols/gemini.ts';
+import { relayCall } from '../relay/call.ts';
+import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel, upstreamsFor } from '../routing/resolve-model.ts';
-import { traceHeaders } from './chat.ts';
 import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
 
@@ -73,32 +74,9 @@ async function generateContent(ctx: GatewayContext, req: FastifyRequest, reply: 
   // Nothing to rewrite in the body (the model is in the path): the client's bytes go upstream as they came.
   const upstreamBody = changed ? JSON.stringify(body) : raw;
   const stream = target.action === 'streamGenerateContent';
-  const query = stream && (req.query as Record<string, unknown>).alt === 'sse' ? '?alt=sse' : '';
-  await relay(
-    ctx.relay,
-    {
-      requestId: req.id,
-      key,
-      model,
-      clientModel,
-      endpoint: `/api/v1/gemini/${version}/models/{model}:${target.action}`,
-      stream,
-      billing: 'output_only',
-      family: 'gemini',
-      protocol: 'gemini',
-      targets,
-      build: (t) => ({ path: `/${upstreamModelPath(t.model)}:${target.action}${query}`, body: upstreamBody }),
-      reader: generateContentReader,
-      requestBytes: raw.length,
-      streamError: (err) => `data: ${renderError('gemini', err).body}\r\n\r\n`,
-      passHeaders: traceHeaders(req),
-    },
-    reply,
-  );
-}
-
-/** `models/{id}` for the upstream, each segment escaped; an id already naming its collection keeps it. */
-export function upstreamModelPath(id: string): string {
-  const full = id.startsWith('models/') || id.startsWith('tunedModels/') ? id : `models/${id}`;
-  return full.split('/').map(encodeURIComponent).join('/');
+  const sse = stream && (req.query as Record<string, unknown>).alt === 'sse';
+  const build: RelayCall['build'] = (t) => ({ path: gemini.modelPath(t.model, target.action, sse), body: upstreamBody });
+  const endpoint = `/api/v1/gemini/${version}/models/{model}:${target.action}`;
+  const call = relayCall(req, gemini, { family: 'gemini', key, model, clientModel, protocol: 'gemini', targets, stream, requestBytes: raw.length, build, reader: gemini.outputOnlyReader, billing: 'output_only', endpoint });
+  await relay(ctx.relay, call, reply);
 }

@@ -4,17 +4,17 @@ import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from '../errors.ts';
-import { GatewayError, renderError } from '../errors.ts';
+import { GatewayError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';
 import type { MultipartRewriter } from '../http/multipart-rewrite.ts';
 import { multipartBoundary } from '../http/multipart-rewrite.ts';
 import { drain, MultipartUpload, tooLarge } from '../http/multipart-upload.ts';
-import { imagesReader } from '../meter/images.ts';
+import { images } from '../protocols/images.ts';
+import { relayCall, traceHeaders } from '../relay/call.ts';
 import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel, upstreamsFor } from '../routing/resolve-model.ts';
 import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';
-import { routePath, traceHeaders } from './chat.ts';
 import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
 
@@ -42,7 +42,7 @@ async function generations(ctx: GatewayContext, req: FastifyRequest, reply: Fast
   const clientModel = checkGeneration(body, family);
   const model = resolveModel(snapshot, key, clientModel);
   if (family === 'compat') checkSize(model, body.size);
-  await forwardJson(ctx, req, reply, family, { key, body, raw, clientModel, model, path: '/images/generations' });
+  await forwardJson(ctx, req, reply, family, { key, body, raw, clientModel, model, path: images.paths.generations });
 }
 
 interface JsonCall {
@@ -59,30 +59,9 @@ async function forwardJson(ctx: GatewayContext, req: FastifyRequest, reply: Fast
   const { body, key } = c;
   for (const f of c.model.drop) delete body[f];
   const n = typeof body.n === 'number' ? body.n : 1;
-  await relay(
-    ctx.relay,
-    {
-      requestId: req.id,
-      key,
-      model: c.model,
-      clientModel: c.clientModel,
-      endpoint: routePath(req),
-      stream: body.stream === true,
-      billing: 'images',
-      family,
-      protocol: 'images',
-      targets,
-      build: (target) => {
-        body.model = target.model;
-        return { path: c.path, body: JSON.stringify(body) };
-      },
-      reader: imagesReader(() => n),
-      requestBytes: c.raw.length,
-      streamError: (err) => streamError(family, err),
-      passHeaders: traceHeaders(req),
-    },
-    reply,
-  );
+  const build: RelayCall['build'] = (target) => ((body.model = target.model), { path: c.path, body: JSON.stringify(body) });
+  const call = relayCall(req, images, { family, key, model: c.model, clientModel: c.clientModel, protocol: 'images', targets, stream: body.stream === true, requestBytes: c.raw.length, build, reader: images.reader(() => n), billing: 'images' });
+  await relay(ctx.relay, call, reply);
 }
 
 async function edits(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, family: ErrorFamily): Promise<void> {
@@ -127,27 +106,24 @@ async function edits(ctx: GatewayContext, req: FastifyRequest, reply: FastifyRep
     const passHeaders: Record<string, string> = { ...traceHeaders(req) };
     // The client's length less its model name plus ours: the upstream gets an exact Content-Length when the client gave one.
     if (declared !== undefined) passHeaders['content-length'] = String(declared + r.delta);
-    const call: RelayCall = {
-      requestId: req.id,
+    const call = relayCall(req, images, {
+      family,
       key,
       model: model!,
       clientModel: r.clientModel!,
-      endpoint: routePath(req),
+      protocol: 'images',
+      targets: [target!],
       // `stream` and `n` may come after the images, so they are read when needed (the row is charged at the end).
       get stream(): boolean {
         return r.fields.get('stream') === 'true';
       },
-      billing: 'images',
-      family,
-      protocol: 'images',
-      targets: [target!],
-      build: () => ({ path: '/images/edits', body: upload.body(), contentType }),
+      build: () => ({ path: images.paths.edits, body: upload.body(), contentType }),
       passHeaders,
-      reader: imagesReader(() => positiveInt(r.fields.get('n')) ?? 1),
+      reader: images.reader(() => positiveInt(r.fields.get('n')) ?? 1),
       // The body is images, not prompt tokens: no byte-count guess from it.
       requestBytes: 0,
-      streamError: (err) => streamError(family, err),
-    };
+      billing: 'images',
+    });
     await relay(ctx.relay, call, reply);
   } finally {
     await upload.discard();
@@ -162,7 +138,7 @@ async function jsonEdits(ctx: GatewayContext, req: FastifyRequest, reply: Fastif
   if (!Array.isArray(body.images) || body.images.length === 0) throw new GatewayError('invalid_request', "Missing required parameter: 'images'.", { param: 'images' });
   if (body.images.length > MAX_EDIT_IMAGES) throw new GatewayError('invalid_request', `At most ${MAX_EDIT_IMAGES} images may be edited in one request.`, { param: 'images' });
   const model = resolveModel(snapshot, key, clientModel);
-  await forwardJson(ctx, req, reply, family, { key, body, raw, clientModel, model, path: '/images/edits' });
+  await forwardJson(ctx, req, reply, family, { key, body, raw, clientModel, model, path: images.paths.edits });
 }
 
 /** Field rules shared by generations and JSON edits; returns the client's model. */
@@ -201,9 +177,4 @@ function checkEditFields(r: MultipartRewriter): void {
 function positiveInt(v: string | undefined): number | undefined {
   const n = Number(v);
   return Number.isInteger(n) && n > 0 ? n : undefined;
-}
-
-/** A failure after the stream began, as an `error` event the openai SDK raises as an APIError. */
-function streamError(family: ErrorFamily, err: GatewayError): string {
-  return `event: error\ndata: ${renderError(family, err).body}\n\n`;
 }

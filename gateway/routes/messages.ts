@@ -1,25 +1,18 @@
 // POST /api/v1/messages and /api/anthropic/v1/messages (identical), and their count_tokens (DESIGN §3, §4).
 // anthropic models: pass-through. openai-only models: converted through chat and back (gateway/convert/).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { chatErrorToMessages } from '../convert/chat-error-to-messages.ts';
-import type { ChatToMessagesContext } from '../convert/chat-response-to-messages.ts';
-import { chatResponseToMessages } from '../convert/chat-response-to-messages.ts';
-import { ChatToMessagesStream } from '../convert/chat-stream-to-messages.ts';
-import { messagesRequestToChat } from '../convert/messages-request-to-chat.ts';
-import { GatewayError, renderError } from '../errors.ts';
+import { messagesOverOpenai } from '../convert/messages-over-openai/index.ts';
+import { GatewayError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';
-import { anthropicReader } from '../meter/anthropic.ts';
-import { openaiChatReader } from '../meter/openai-chat.ts';
-import type { RelayCall, ResponseConverter } from '../relay/relay.ts';
+import { anthropic } from '../protocols/anthropic.ts';
+import { openai } from '../protocols/openai.ts';
+import { relayCall, traceHeaders } from '../relay/call.ts';
+import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel } from '../routing/resolve-model.ts';
 import { TimeoutError, upstreamError } from '../upstream/client.ts';
-import { routePath, traceHeaders } from './chat.ts';
 import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
-
-/** What the Anthropic API requires when a client leaves it out; a client's own value is passed on as sent. */
-export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
 export function registerMessagesRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   for (const base of ['/api/v1', '/api/anthropic/v1']) {
@@ -33,39 +26,24 @@ async function messages(ctx: GatewayContext, req: FastifyRequest, reply: Fastify
   const { raw, value: body } = parseJsonObject(req.body as Buffer);
   const clientModel = requireMessagesFields(body);
   const model = resolveModel(snapshot, key, clientModel);
-  const base = { requestId: req.id, key, model, clientModel, endpoint: routePath(req), stream: body.stream === true, billing: 'text' as const, family: 'messages' as const, requestBytes: raw.length };
-  const streamError = (err: GatewayError) => `event: error\ndata: ${renderError('messages', err).body}\n\n`;
-
-  const anthropic = model.protocols.anthropic;
-  if (anthropic) {
+  const stream = body.stream === true;
+  const targets = model.protocols.anthropic;
+  if (targets) {
     for (const f of model.drop) delete body[f];
-    const path = `/messages${betaQuery(req)}`;
-    await relay(ctx.relay, { ...base, protocol: 'anthropic', targets: orderByWeight(anthropic), build: (target) => ((body.model = target.model), { path, body: JSON.stringify(body) }), reader: anthropicReader, streamError, passHeaders: anthropicHeaders(req), requireTerminalEvent: true }, reply);
+    const path = `${anthropic.paths.messages}${betaQuery(req)}`;
+    const build: RelayCall['build'] = (target) => ((body.model = target.model), { path, body: JSON.stringify(body) });
+    const passHeaders = anthropic.versionHeaders(req.headers, { ...traceHeaders(req) });
+    const call = relayCall(req, anthropic, { family: 'messages', key, model, clientModel, protocol: 'anthropic', targets: orderByWeight(targets), stream, requestBytes: raw.length, build, reader: anthropic.reader, passHeaders, requireTerminalEvent: anthropic.requireTerminalEvent });
+    await relay(ctx.relay, call, reply);
     return;
   }
-  const openai = model.protocols.openai;
-  if (!openai) throw unsupported(clientModel);
-  const chat = messagesRequestToChat(body, { drop: model.drop });
-  const call: RelayCall = {
-    ...base,
-    protocol: 'openai',
-    targets: orderByWeight(openai),
-    build: (target) => ((chat.model = target.model), { path: '/chat/completions', body: JSON.stringify(chat) }),
-    // The upstream's protocol decides the meter: a converted call bills exactly like the same chat call.
-    reader: openaiChatReader,
-    streamError,
-    passHeaders: traceHeaders(req),
-    convert: messagesOverChat({ stopSequences: stopSequences(body), fallbackId: req.id.replaceAll('-', ''), fallbackModel: clientModel }),
-  };
+  const openaiTargets = model.protocols.openai;
+  if (!openaiTargets) throw unsupported(clientModel);
+  const conversion = messagesOverOpenai(body, { drop: model.drop, requestId: req.id, clientModel });
+  const build: RelayCall['build'] = (target) => ({ path: openai.paths.chat, body: conversion.body(target.model) });
+  // The upstream's protocol decides the meter: a converted call bills exactly like the same chat call.
+  const call = relayCall(req, anthropic, { family: 'messages', key, model, clientModel, protocol: 'openai', targets: orderByWeight(openaiTargets), stream, requestBytes: raw.length, build, reader: openai.reader, convert: conversion.converter });
   await relay(ctx.relay, call, reply);
-}
-
-function messagesOverChat(c: ChatToMessagesContext): ResponseConverter {
-  return {
-    json: (b) => chatResponseToMessages(b, c),
-    stream: () => new ChatToMessagesStream(c),
-    error: (status, b) => chatErrorToMessages(status, b),
-  };
 }
 
 // Token counting costs nothing upstream and is not billed, so it skips the relay (no meter, no ledger row).
@@ -80,7 +58,7 @@ async function countTokens(ctx: GatewayContext, req: FastifyRequest, reply: Fast
     throw new GatewayError('unsupported_protocol', `Token counting is available only for models served over the anthropic protocol; \`${clientModel}\` is served over openai.`, { param: 'model' });
   }
   for (const f of model.drop) delete body[f];
-  await forwardUnbilled(ctx, req, reply, orderByWeight(targets), body, `/messages/count_tokens${betaQuery(req)}`);
+  await forwardUnbilled(ctx, req, reply, orderByWeight(targets), body, `${anthropic.paths.countTokens}${betaQuery(req)}`);
 }
 
 async function forwardUnbilled(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, targets: RelayCall['targets'], body: Record<string, unknown>, path: string): Promise<void> {
@@ -91,7 +69,7 @@ async function forwardUnbilled(ctx: GatewayContext, req: FastifyRequest, reply: 
     for (const target of targets) {
       body.model = target.model;
       try {
-        const res = await ctx.relay.upstream.request({ provider: target.provider, protocol: 'anthropic', path, body: JSON.stringify(body), passHeaders: anthropicHeaders(req), signal: controller.signal });
+        const res = await ctx.relay.upstream.request({ provider: target.provider, protocol: 'anthropic', path, body: JSON.stringify(body), passHeaders: anthropic.versionHeaders(req.headers, { ...traceHeaders(req) }), signal: controller.signal });
         const buf = await res.body.bytes();
         await reply
           .code(res.statusCode)
@@ -125,17 +103,4 @@ function unsupported(clientModel: string): GatewayError {
 function betaQuery(req: FastifyRequest): string {
   const q = req.query as Record<string, unknown> | undefined;
   return q?.beta === 'true' ? '?beta=true' : '';
-}
-
-function anthropicHeaders(req: FastifyRequest): Record<string, string> {
-  const version = req.headers['anthropic-version'];
-  const headers: Record<string, string> = { ...traceHeaders(req), 'anthropic-version': typeof version === 'string' && version !== '' ? version : DEFAULT_ANTHROPIC_VERSION };
-  const beta = req.headers['anthropic-beta'];
-  if (beta !== undefined && beta !== '') headers['anthropic-beta'] = Array.isArray(beta) ? beta.join(',') : beta;
-  return headers;
-}
-
-function stopSequences(body: Record<string, unknown>): string[] {
-  const s = body.stop_sequences;
-  return Array.isArray(s) ? s.filter((x): x is string => typeof x === 'string') : [];
 }

@@ -2,10 +2,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';
-import { responsesReader } from '../meter/responses.ts';
+import { responses } from '../protocols/responses.ts';
+import { relayCall } from '../relay/call.ts';
+import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel, upstreamsFor } from '../routing/resolve-model.ts';
-import { traceHeaders } from './chat.ts';
 import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
 
@@ -24,36 +25,7 @@ async function createResponse(ctx: GatewayContext, req: FastifyRequest, reply: F
   const model = resolveModel(snapshot, key, clientModel);
   const targets = orderByWeight(upstreamsFor(model, 'responses', clientModel));
   for (const f of model.drop) delete body[f];
-  await relay(
-    ctx.relay,
-    {
-      requestId: req.id,
-      key,
-      model,
-      clientModel,
-      endpoint: ENDPOINT,
-      stream: body.stream === true,
-      billing: 'text',
-      family: 'chat',
-      protocol: 'responses',
-      targets,
-      build: (target) => {
-        body.model = target.model;
-        return { path: '/responses', body: JSON.stringify(body) };
-      },
-      reader: responsesReader,
-      requestBytes: raw.length,
-      streamError,
-      // The SDK's stream helper needs response.completed (or .failed / .incomplete) last: a stream ending without it is an error.
-      requireTerminalEvent: true,
-      passHeaders: traceHeaders(req),
-    },
-    reply,
-  );
-}
-
-/** A failure after the stream began, as the Responses API's own `error` event (the openai SDK raises it as an APIError). */
-function streamError(err: GatewayError): string {
-  const data = { type: 'error', code: err.kind, message: err.message, param: null };
-  return `event: error\ndata: ${JSON.stringify(data)}\n\n`;
+  const build: RelayCall['build'] = (target) => ((body.model = target.model), { path: responses.paths.create, body: JSON.stringify(body) });
+  const call = relayCall(req, responses, { family: 'chat', key, model, clientModel, protocol: 'responses', targets, stream: body.stream === true, requestBytes: raw.length, build, reader: responses.reader, endpoint: ENDPOINT, requireTerminalEvent: responses.requireTerminalEvent });
+  await relay(ctx.relay, call, reply);
 }

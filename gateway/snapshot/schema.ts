@@ -4,6 +4,10 @@ import { z } from 'zod';
 
 export const PROTOCOLS = ['openai', 'anthropic', 'responses', 'images', 'gemini'] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
+// Enums and bounds the CRDs repeat in OpenAPI: declared here once, imported by crds/src.
+export const DISCONNECT_ACTIONS = ['continue', 'abort'] as const;
+export const PRICING_MODES = ['flat_tokens', 'input_tokens_tiers'] as const;
+export const UPSTREAM_WEIGHT = { min: 1, max: 1000 } as const;
 
 const slug = z
   .string()
@@ -41,7 +45,7 @@ export const providerSchema = z
       .strict()
       .prefault({}),
     onClientDisconnect: z
-      .enum(['continue', 'abort'])
+      .enum(DISCONNECT_ACTIONS)
       .default('continue')
       .describe('continue: read the upstream to its end so usage is what the provider bills; abort: stop at once and bill what was seen (estimated).'),
   })
@@ -51,7 +55,7 @@ export const upstreamSchema = z
   .object({
     provider: slug.describe('Provider id.'),
     model: z.string().min(1).describe('The model id sent to the upstream.'),
-    weight: z.number().int().min(1).max(1000).default(1).describe('Relative share of traffic among upstreams of one protocol.'),
+    weight: z.number().int().min(UPSTREAM_WEIGHT.min).max(UPSTREAM_WEIGHT.max).default(1).describe('Relative share of traffic among upstreams of one protocol.'),
   })
   .strict();
 
@@ -96,7 +100,7 @@ export const pricingGroupSchema = z.discriminatedUnion('mode', [
   z
     .object({
       id: slug,
-      mode: z.literal('flat_tokens'),
+      mode: z.literal(PRICING_MODES[0]),
       prices: z.object(tierPrices).strict(),
       discount: decimalSchema.default('1').describe('Multiplier applied to the cost (1 = full price).'),
     })
@@ -104,7 +108,7 @@ export const pricingGroupSchema = z.discriminatedUnion('mode', [
   z
     .object({
       id: slug,
-      mode: z.literal('input_tokens_tiers'),
+      mode: z.literal(PRICING_MODES[1]),
       tiers: z
         .array(
           z

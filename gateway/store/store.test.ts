@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BACKENDS, tempDir, useTestDatabase } from '../../test/support/databases.ts';
 import { readMigrations } from './migrate.ts';
-import { openStore, resolveDataDir } from './store.ts';
+import { openStore, resolveDataDir } from './open.ts';
 
 describe.each(BACKENDS)('store on %s', (backend) => {
   const db = useTestDatabase(backend, { migrate: false });

@@ -1,5 +1,5 @@
 // The one database seam: Postgres through a pg Pool, or PGlite in-process (in a worker thread). Same SQL on both.
-import { join, resolve } from 'node:path';
+// Types only: open.ts picks and opens an implementation, so the implementations import this file and nothing circles.
 
 /** Something that runs SQL: the store itself, or a transaction handle. */
 export interface Queryable {
@@ -14,34 +14,4 @@ export interface Store extends Queryable {
   /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
-}
-
-export interface StoreOptions {
-  /** Postgres connection string; when absent the embedded PGlite is used. */
-  databaseUrl?: string;
-  /** Local state directory (PGlite data under `<dataDir>/pglite`). */
-  dataDir?: string;
-  /** Apply pending migrations before returning (default true). */
-  migrate?: boolean;
-}
-
-/** Explicit option first, then TOLLGATE_DATA_DIR, then ./.tollgate. */
-export function resolveDataDir(dataDir?: string, env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(dataDir ?? env.TOLLGATE_DATA_DIR ?? '.tollgate');
-}
-
-export async function openStore(options: StoreOptions = {}): Promise<Store> {
-  const store = options.databaseUrl
-    ? (await import('./pg-store.ts')).openPgStore(options.databaseUrl)
-    : await (await import('./pglite-store.ts')).openPgliteStore(join(resolveDataDir(options.dataDir), 'pglite'));
-  if (options.migrate !== false) {
-    const { migrate } = await import('./migrate.ts');
-    try {
-      await migrate(store);
-    } catch (err) {
-      await store.close();
-      throw err;
-    }
-  }
-  return store;
 }

@@ -2,7 +2,7 @@
 // request parameters read from the client's body, and response facts read from the upstream's answer.
 import type { Attributes, Span } from '@opentelemetry/api';
 import type { SseEvent, StreamMeter } from '../meter/stream-meter.ts';
-import { obj, parseJson } from '../meter/stream-meter.ts';
+import { asObject, parseJson } from '../json-guards.ts';
 import type { Protocol } from '../snapshot/schema.ts';
 
 export const A = {
@@ -81,7 +81,7 @@ export function requestParams(body: Record<string, unknown>, into: Attributes): 
   const stop = body.stop_sequences ?? body.stop;
   if (typeof stop === 'string') into['gen_ai.request.stop_sequences'] = [stop];
   else if (Array.isArray(stop) && stop.every((s) => typeof s === 'string')) into['gen_ai.request.stop_sequences'] = stop as string[];
-  const gen = obj(body.generationConfig);
+  const gen = asObject(body.generationConfig);
   if (gen) {
     for (const [field, attr] of GEMINI_PARAMS) {
       const v = gen[field];
@@ -94,7 +94,7 @@ export function requestParams(body: Record<string, unknown>, into: Attributes): 
 
 /** Response id, model and finish reasons from an upstream JSON answer, in any of the five protocols. */
 export function responseFacts(body: unknown, span: Span): void {
-  const b = obj(body) ?? obj(Array.isArray(body) ? body.at(-1) : undefined);
+  const b = asObject(body) ?? asObject(Array.isArray(body) ? body.at(-1) : undefined);
   if (!b) return;
   const id = b.id ?? b.responseId;
   if (typeof id === 'string') span.setAttribute(A.responseId, id);
@@ -104,11 +104,11 @@ export function responseFacts(body: unknown, span: Span): void {
   const list = Array.isArray(b.choices) ? b.choices : Array.isArray(b.candidates) ? b.candidates : undefined;
   if (list) {
     for (const c of list) {
-      const r = obj(c)?.finish_reason ?? obj(c)?.finishReason;
+      const r = asObject(c)?.finish_reason ?? asObject(c)?.finishReason;
       if (typeof r === 'string') reasons.push(r);
     }
   } else if (typeof b.stop_reason === 'string') reasons.push(b.stop_reason);
-  else if (b.object === 'response' && typeof b.status === 'string') reasons.push(String(obj(b.incomplete_details)?.reason ?? b.status));
+  else if (b.object === 'response' && typeof b.status === 'string') reasons.push(String(asObject(b.incomplete_details)?.reason ?? b.status));
   if (reasons.length > 0) span.setAttribute(A.finishReasons, reasons);
 }
 
@@ -143,8 +143,8 @@ export class StreamFacts implements StreamMeter {
     const d = ev.data;
     if (this.first && d.startsWith('{')) {
       this.first = false;
-      const o = obj(parseJson(d));
-      const r = obj(o?.message) ?? obj(o?.response) ?? o;
+      const o = asObject(parseJson(d));
+      const r = asObject(o?.message) ?? asObject(o?.response) ?? o;
       if (r) responseFacts({ id: r.id ?? r.responseId, model: r.model ?? r.modelVersion }, this.span);
     }
     const terminal = ev.event !== undefined ? RESPONSES_TERMINAL[ev.event] : undefined;

@@ -2,6 +2,7 @@
 import { Agent, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
+import { ADAPTERS } from '../protocols/index.ts';
 import type { RuntimeProvider } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
 import { ResponseHandler } from './response.ts';
@@ -82,7 +83,7 @@ function upstreamHeaders(req: UpstreamRequest, contentType: string): Record<stri
     'content-type': contentType,
     // Usage must be readable: no compressed bodies from upstreams.
     'accept-encoding': 'identity',
-    ...credentialHeaders(req.protocol, req.provider.credential),
+    ...(req.provider.credential ? ADAPTERS[req.protocol].credentialHeaders(req.provider.credential) : undefined),
   };
 }
 
@@ -122,13 +123,6 @@ function prepared(provider: RuntimeProvider): Prepared {
   };
   preparedFor.set(provider, p);
   return p;
-}
-
-function credentialHeaders(protocol: Protocol, credential: string | undefined): Record<string, string> {
-  if (!credential) return {};
-  if (protocol === 'anthropic') return { 'x-api-key': credential };
-  if (protocol === 'gemini') return { 'x-goog-api-key': credential };
-  return { authorization: `Bearer ${credential}` };
 }
 
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);

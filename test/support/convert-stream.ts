@@ -3,7 +3,7 @@
 import { SseTap } from '../../gateway/meter/sse-tap.ts';
 import type { UsageReader } from '../../gateway/meter/stream-meter.ts';
 import type { Usage } from '../../gateway/meter/usage.ts';
-import type { StreamConverter } from '../../gateway/relay/relay.ts';
+import type { StreamConverter } from '../../gateway/convert/converter.ts';
 
 export interface StreamRun {
   out: string;

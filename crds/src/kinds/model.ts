@@ -1,14 +1,14 @@
 import { localRef, status } from '../common.ts';
 import { AGE_COLUMN, APPLIED_COLUMN, READY_COLUMN, REASON_COLUMN, type KindDefinition } from '../crd.ts';
+import { PROTOCOLS, UPSTREAM_WEIGHT } from '../../../gateway/snapshot/schema.ts';
 import { bool, int, list, obj, str } from '../openapi.ts';
-import { PROTOCOL_NAMES } from './provider.ts';
 
 const upstream = obj('One upstream that serves this model in one protocol.', {
-  protocol: str('The protocol this upstream serves natively: openai, anthropic, responses, images or gemini. Its Provider must list it.', { enum: PROTOCOL_NAMES }),
+  protocol: str('The protocol this upstream serves natively: openai, anthropic, responses, images or gemini. Its Provider must list it.', { enum: [...PROTOCOLS] }),
   providerRef: localRef('Provider', 'The Provider that receives the call.'),
   model: str('The model id sent to the upstream, e.g. gpt-4o-2024-08-06.', { minLength: 1, maxLength: 256 }),
-  weight: int('Relative share of traffic among the upstreams of one protocol, 1 to 1000; default 1.', {
-    'x-kubernetes-validations': [{ rule: 'self >= 1 && self <= 1000', message: 'weight must be between 1 and 1000' }],
+  weight: int(`Relative share of traffic among the upstreams of one protocol, ${UPSTREAM_WEIGHT.min} to ${UPSTREAM_WEIGHT.max}; default 1.`, {
+    'x-kubernetes-validations': [{ rule: `self >= ${UPSTREAM_WEIGHT.min} && self <= ${UPSTREAM_WEIGHT.max}`, message: `weight must be between ${UPSTREAM_WEIGHT.min} and ${UPSTREAM_WEIGHT.max}` }],
   }),
 }, ['protocol', 'providerRef', 'model']);
 

@@ -1,5 +1,6 @@
 import { decimal, status } from '../common.ts';
 import { AGE_COLUMN, APPLIED_COLUMN, READY_COLUMN, REASON_COLUMN, type KindDefinition } from '../crd.ts';
+import { PRICING_MODES } from '../../../gateway/snapshot/schema.ts';
 import { int, list, obj, str } from '../openapi.ts';
 
 // Twice the price fields: a flat price set, and each tier. Per million tokens, in points.
@@ -28,7 +29,7 @@ export const pricingGroup: KindDefinition = {
   description: 'PricingGroup sets what a model costs: unit prices per million tokens for input, output, cache read and cache write, either flat or in tiers chosen by prompt size, and a discount. Money is exact: prices are decimal strings.',
   spec: obj('Desired state of the PricingGroup.', {
     mode: str('flat_tokens: one set of prices (spec.prices). input_tokens_tiers: ordered tiers (spec.tiers); the first tier whose upTo is at least the prompt size prices the whole request.', {
-      enum: ['flat_tokens', 'input_tokens_tiers'],
+      enum: [...PRICING_MODES],
     }),
     prices: prices('Prices for mode flat_tokens. For image models, input and output price usage.input_tokens and usage.output_tokens.'),
     tiers: list('Tiers for mode input_tokens_tiers, in strictly ascending upTo order; the last one has no upTo.', tier, {

@@ -1,8 +1,8 @@
 import { secretKeyRef, status } from '../common.ts';
 import { AGE_COLUMN, APPLIED_COLUMN, READY_COLUMN, REASON_COLUMN, type KindDefinition } from '../crd.ts';
+import { DISCONNECT_ACTIONS, PROTOCOLS } from '../../../gateway/snapshot/schema.ts';
 import { int, list, obj, str, stringMap } from '../openapi.ts';
 
-export const PROTOCOL_NAMES = ['openai', 'anthropic', 'responses', 'images', 'gemini'];
 
 const protocolsText = 'openai (chat completions), anthropic (messages), responses, images (generations and edits), gemini (generateContent).';
 
@@ -21,7 +21,7 @@ export const provider: KindDefinition = {
       format: 'uri',
       'x-kubernetes-validations': [{ rule: "self.matches('^https?://[^/?#]+')", message: 'baseUrl must be an absolute http(s) URL' }],
     }),
-    protocols: list(`Protocols this endpoint speaks natively: ${protocolsText} A Model upstream may only use a protocol listed here.`, str('A protocol name.', { enum: PROTOCOL_NAMES }), {
+    protocols: list(`Protocols this endpoint speaks natively: ${protocolsText} A Model upstream may only use a protocol listed here.`, str('A protocol name.', { enum: [...PROTOCOLS] }), {
       minItems: 1,
       maxItems: 5,
       'x-kubernetes-list-type': 'set',
@@ -37,7 +37,7 @@ export const provider: KindDefinition = {
       totalMs: timeout('The whole exchange, including draining after a client disconnect.', 600_000),
     }),
     onClientDisconnect: str('What happens to the upstream call when the client hangs up mid-stream. continue (default): read the upstream to its end so usage is what the provider bills. abort: stop at once and bill what was seen, flagged estimated.', {
-      enum: ['continue', 'abort'],
+      enum: [...DISCONNECT_ACTIONS],
     }),
   }, ['baseUrl', 'protocols', 'credentials']),
   status: status(),
