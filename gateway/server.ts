@@ -4,6 +4,8 @@ import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from './errors.ts';
 import { GatewayError, renderError } from './errors.ts';
+import { bodyTimeouts, clientErrorHandler, notFoundHandler, RouteTable } from './http/framework-errors.ts';
+import type { BodyTimeouts } from './http/framework-errors.ts';
 import { stripQueryKey } from './http/query-key.ts';
 import { registerChatRoutes } from './routes/chat.ts';
 import type { GatewayContext } from './routes/context.ts';
@@ -19,12 +21,16 @@ import { instrumentRefused, instrumentServer } from './telemetry/request-hook.ts
 import type { Telemetry } from './telemetry/telemetry.ts';
 
 export interface ServerOptions {
-  /** Largest JSON body accepted on chat-style routes (DESIGN §8: configurable). */
+  /** Largest JSON body accepted on chat-style routes (configurable; image routes take 64 MiB). */
   maxBodyBytes: number;
+  /** How long a request body may take to arrive (default: 30 s JSON, 5 min uploads). */
+  bodyTimeouts?: Partial<BodyTimeouts>;
   logger: FastifyBaseLogger;
   /** Per-request metrics, spans and the access log (absent or disabled: none). */
   telemetry?: Telemetry;
 }
+
+export const DEFAULT_BODY_TIMEOUTS: BodyTimeouts = { jsonMs: 30_000, uploadMs: 300_000 };
 
 export function familyOf(url: string): ErrorFamily {
   if (url.startsWith('/api/v3/')) return 'compat';
@@ -35,6 +41,7 @@ export function familyOf(url: string): ErrorFamily {
 }
 
 export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyInstance {
+  const timeouts = { ...DEFAULT_BODY_TIMEOUTS, ...opts.bodyTimeouts };
   const app = Fastify({
     loggerInstance: opts.logger,
     // One access line per request is ours to write (without bodies or keys); fastify's own request logs stay off.
@@ -42,7 +49,11 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     bodyLimit: opts.maxBodyBytes,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Draining answers 503 in the family's shape (the hook below) rather than fastify's own body.
+    return503OnClosing: false,
+    // Node's own whole-request deadline stays as a backstop behind the per-body timers (bodyTimeouts).
+    requestTimeout: Math.max(timeouts.jsonMs, timeouts.uploadMs) + 10_000,
+    clientErrorHandler: clientErrorHandler(familyOf),
     forceCloseConnections: false,
     rewriteUrl: stripQueryKey,
     // Malformed URLs (bad percent escapes, over-long params) answer in the path's family too, not in fastify's shape.
@@ -54,6 +65,14 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   });
   // Every body arrives as raw bytes: routes parse what they need and forward the rest untouched.
   instrumentServer(app, opts.telemetry);
+  const routes = new RouteTable();
+  routes.watch(app);
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!ctx.draining.value) return done();
+    const r = renderError(familyOf(req.url), new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.'), req.id);
+    void reply.code(r.status).header('content-type', r.contentType).header('connection', 'close').send(r.body);
+  });
+  bodyTimeouts(app, familyOf, timeouts);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
@@ -70,10 +89,7 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     const r = renderError(family, gerr, req.id);
     void reply.code(r.status).header('content-type', r.contentType).header('x-tollgate-request-id', req.id).send(r.body);
   });
-  app.setNotFoundHandler((req, reply) => {
-    const r = renderError(familyOf(req.url), new GatewayError('not_found', `No route for ${req.method} ${req.url.split('?')[0]}.`), req.id);
-    void reply.code(r.status).header('content-type', r.contentType).send(r.body);
-  });
+  app.setNotFoundHandler(notFoundHandler(routes, familyOf));
 
   registerHealthRoutes(app, ctx);
   registerModelRoutes(app, ctx);
