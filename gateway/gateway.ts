@@ -46,6 +46,8 @@ export interface GatewayOptions {
   logLevel?: string;
   /** Where log lines go (default stdout); tests read the access log from here. */
   logDestination?: DestinationStream;
+  /** Human-readable log lines (the CLI sets it when stdout is a terminal); JSON lines otherwise. */
+  pretty?: boolean;
   /** Admin server with /metrics (docs/observability.md); false or absent: none. The CLI reads TOLLGATE_ADMIN_PORT. */
   adminPort?: number | false;
   adminHost?: string;
@@ -92,9 +94,11 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const holder = new SnapshotHolder();
   const ownsStore = opts.store === undefined;
   const store = opts.store ?? (await openStore({ databaseUrl: opts.databaseUrl, dataDir }));
-  const log: Logger = createLogger(opts);
+  // Loaded only for a terminal: a container's JSON logs never pay for the formatter.
+  const pretty = opts.pretty && !opts.logDestination ? (await import('pino-pretty')).default({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) : undefined;
+  const log: Logger = createLogger({ ...opts, logDestination: opts.logDestination ?? pretty });
   // Access lines go to their own buffered stdout writer unless a destination was given (tests read it synchronously).
-  const accessLog = opts.logDestination || opts.logger === false ? log : bufferedAccessLogger(log.level);
+  const accessLog = opts.logDestination || pretty || opts.logger === false ? log : bufferedAccessLogger(log.level);
   const telemetry = await createTelemetry({ ...opts.telemetry, logger: accessLog });
   const ledger = createLedger({
     store,

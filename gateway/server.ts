@@ -41,7 +41,7 @@ export function familyOf(url: string): ErrorFamily {
 }
 
 export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyInstance {
-  const timeouts = { ...DEFAULT_BODY_TIMEOUTS, ...opts.bodyTimeouts };
+  const timeouts: BodyTimeouts = { jsonMs: opts.bodyTimeouts?.jsonMs ?? DEFAULT_BODY_TIMEOUTS.jsonMs, uploadMs: opts.bodyTimeouts?.uploadMs ?? DEFAULT_BODY_TIMEOUTS.uploadMs };
   const app = Fastify({
     loggerInstance: opts.logger,
     // One access line per request is ours to write (without bodies or keys); fastify's own request logs stay off.

@@ -80,7 +80,7 @@ function bodyTimedOut(req: FastifyRequest, reply: FastifyReply, familyOf: Family
   // Whatever waits on the body (fastify's parser, an upload being streamed upstream) fails once the socket goes;
   // the hijack keeps fastify from answering a second time.
   reply.hijack();
-  const r = renderError(familyOf(req.url), new GatewayError('request_timeout', `The request body did not arrive within ${Math.round(ms / 1000)} s.`), req.id);
+  const r = renderError(familyOf(req.url), new GatewayError('request_timeout', `The request body did not arrive within ${ms / 1000} s.`), req.id);
   res.writeHead(r.status, { 'content-type': r.contentType, 'content-length': Buffer.byteLength(r.body), connection: 'close', 'x-tollgate-request-id': req.id });
   res.end(r.body, () => req.socket.destroy());
 }
