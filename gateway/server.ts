@@ -8,6 +8,7 @@ import { bodyTimeouts, clientErrorHandler, notFoundHandler, RouteTable } from '.
 import type { BodyTimeouts } from './http/framework-errors.ts';
 import { stripQueryKey } from './http/query-key.ts';
 import { registerChatRoutes } from './routes/chat.ts';
+import { registerEmbeddingsRoutes } from './routes/embeddings.ts';
 import type { GatewayContext } from './routes/context.ts';
 import { registerGeminiRoutes } from './routes/gemini.ts';
 import { registerHealthRoutes } from './routes/health.ts';
@@ -100,5 +101,6 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   registerResponsesRoutes(app, ctx);
   registerGeminiRoutes(app, ctx);
   registerUsageRoutes(app, ctx);
+  registerEmbeddingsRoutes(app, ctx);
   return app;
 }

@@ -15,6 +15,7 @@ import { anthropicCountTokensPlan, anthropicPlan } from './anthropic.ts';
 import { geminiPlan } from './gemini.ts';
 import { responsesPlan } from './responses.ts';
 import { arkImagesPlan, imageEditsPlan, imageGenerationsPlan } from './images.ts';
+import { embeddingsPlan } from './embeddings.ts';
 
 export type { Scenario } from './common.ts';
 export { SCENARIOS, IMAGE_TOKENS, TINY_PNG, TINY_PNG_B64, tokensOf } from './common.ts';
@@ -106,6 +107,7 @@ function route(method: string, path: string): PlanFn | undefined {
   if (path === '/api/v3/images/generations') return arkImagesPlan;
   if (path.endsWith('/images/generations')) return imageGenerationsPlan;
   if (path.endsWith('/images/edits')) return imageEditsPlan;
+  if (path.endsWith('/embeddings')) return embeddingsPlan;
   return undefined;
 }
 
