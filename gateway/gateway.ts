@@ -1,5 +1,6 @@
 // Wires one gateway process: snapshot source, store, ledger, upstream client, HTTP server, graceful drain.
 import type { FastifyInstance } from 'fastify';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
@@ -90,6 +91,9 @@ export class ListenError extends Error {
 }
 
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
+  // A busy port is found before the store, journal and watcher open (slow on a loaded machine); the real listen
+  // below still reports a port taken in between.
+  if (opts.port) await probeListen(opts.host ?? DEFAULT_HOST, opts.port);
   const dataDir = resolveDataDir(opts.dataDir);
   const holder = new SnapshotHolder();
   const ownsStore = opts.store === undefined;
@@ -170,10 +174,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await ledger.close();
     if (ownsStore) await store.close();
     await telemetry.shutdown();
-    const code = (err as { code?: string }).code ?? 'ELISTEN';
-    if (code === 'EADDRINUSE') throw new ListenError(code, `EADDRINUSE: port ${port} on ${host} is already in use; choose another with --port N (or PORT=N).`);
-    if (code === 'EADDRNOTAVAIL') throw new ListenError(code, `EADDRNOTAVAIL: ${host} is not an address of this machine; choose another with --host ADDR (or TOLLGATE_HOST).`);
-    throw err;
+    throw listenError(err, host, port);
   }
   const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log });
   let closing: Promise<void> | undefined;
@@ -193,6 +194,29 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // A wildcard bind is reachable on loopback too; clients on this machine get a URL that works.
   const local = bound.address === '0.0.0.0' || bound.address === '::' ? `127.0.0.1:${bound.port}` : api;
   return { app, url: `http://${local}`, holder, ledger, store, kube, telemetry, adminUrl: admin?.url, listening: { api, admin: admin?.bound }, close };
+}
+
+function listenError(err: unknown, host: string, port: number): Error {
+  const code = (err as { code?: string }).code ?? '';
+  if (code === 'EADDRINUSE') return new ListenError(code, `EADDRINUSE: port ${port} on ${host} is already in use; choose another with --port N (or PORT=N).`);
+  if (code === 'EADDRNOTAVAIL') return new ListenError(code, `EADDRNOTAVAIL: ${host} is not an address of this machine; choose another with --host ADDR (or TOLLGATE_HOST).`);
+  if (code === 'EACCES') return new ListenError(code, `EACCES: port ${port} on ${host} needs privileges; choose a port above 1023 with --port N (or PORT=N).`);
+  return err as Error;
+}
+
+/** Binds and releases host:port once, so a busy port fails before anything else opens. */
+async function probeListen(host: string, port: number): Promise<void> {
+  const probe = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ port, host, exclusive: true }, resolve);
+    });
+  } catch (err) {
+    throw listenError(err, host, port);
+  } finally {
+    if (probe.listening) await new Promise((r) => probe.close(r));
+  }
 }
 
 /** One pino logger for the server and the ledger; keys and credentials are redacted wherever they could appear. */
