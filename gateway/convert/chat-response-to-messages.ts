@@ -19,7 +19,7 @@ export interface MessagesUsage {
   output_tokens: number;
 }
 
-/** Chat usage in Anthropic terms, by the same rule the meter bills with (DESIGN §5): input = prompt - cached. */
+/** Chat usage in Anthropic terms, by the same rule the meter bills with (docs/contract.md, usage): input = prompt - cached. */
 export function messagesUsageFromChat(raw: unknown): MessagesUsage {
   const u = obj(raw);
   const prompt = count(u?.prompt_tokens);

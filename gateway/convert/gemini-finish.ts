@@ -11,7 +11,7 @@ export function finishFromGemini(reason: unknown, calledTools: boolean): FinishR
   return calledTools ? 'tool_calls' : 'stop';
 }
 
-/** Same figures the meter bills (DESIGN §5): prompt includes cached content, completion = candidates + thoughts. */
+/** Same figures the meter bills (docs/contract.md, usage): prompt includes cached content, completion = candidates + thoughts. */
 export function usageFromGemini(meta: unknown): ChatUsage | undefined {
   if (!isObject(meta)) return undefined;
   const prompt = nonNegativeInt(meta.promptTokenCount);

@@ -1,4 +1,4 @@
-// One upstream exchange: pick an upstream, send, meter, journal the ledger row, and only then let the last bytes go (DESIGN §4, §7).
+// One upstream exchange: pick an upstream, send, meter, journal the ledger row, and only then let the last bytes go (docs/contract.md: pass-through, durability).
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';

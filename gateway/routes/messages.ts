@@ -1,4 +1,4 @@
-// POST /api/v1/messages and /api/anthropic/v1/messages (identical), and their count_tokens (DESIGN §3, §4).
+// POST /api/v1/messages and /api/anthropic/v1/messages (identical), and their count_tokens (docs/contract.md: endpoints, pass-through).
 // anthropic models: pass-through. openai-only models: converted through chat and back (gateway/convert/).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { chatErrorToMessages } from '../convert/chat-error-to-messages.ts';

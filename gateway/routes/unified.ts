@@ -1,5 +1,5 @@
 // POST /api/v0/chat/completions and /api/paas/v4/chat/completions: chat in, the model's native upstream protocol
-// (openai, else anthropic, else gemini), and the answer, the stream and errors back in chat (DESIGN §3).
+// (openai, else anthropic, else gemini), and the answer, the stream and errors back in chat (docs/contract.md, endpoints).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatContext } from '../convert/chat-completion.ts';
 import { chatRequestToGemini } from '../convert/chat-request-to-gemini.ts';
@@ -84,7 +84,7 @@ async function unifiedChat(ctx: GatewayContext, req: FastifyRequest, reply: Fast
       clientModel,
       endpoint: routePath(req),
       stream,
-      // A gemini upstream reached through chat is billed by the text rule (DESIGN §6), like every other path here.
+      // A gemini upstream reached through chat is billed by the text rule (docs/contract.md, pricing), like every other path here.
       billing: 'text',
       family: 'chat',
       protocol,

@@ -1,4 +1,4 @@
-// Every error the gateway raises on the chat path, in each family's shape (DESIGN §8), none a 500, none leaking a secret.
+// Every error the gateway raises on the chat path, in each family's shape (docs/contract.md, errors), none a 500, none leaking a secret.
 import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Errors on the messages routes in the Anthropic shape (DESIGN §8), upstream errors converted, and broken upstream
+// Errors on the messages routes in the Anthropic shape (docs/contract.md, errors), upstream errors converted, and broken upstream
 // streams ended with a proper `event: error`, billed with what was reported, never crashing the process.
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
