@@ -5,6 +5,7 @@ import { chatErrorToMessages } from '../convert/chat-error-to-messages.ts';
 import type { ChatToMessagesContext } from '../convert/chat-response-to-messages.ts';
 import { chatResponseToMessages } from '../convert/chat-response-to-messages.ts';
 import { ChatToMessagesStream } from '../convert/chat-stream-to-messages.ts';
+import { estimateChatPromptTokens, preloadTokenizers } from '../convert/prompt-estimate.ts';
 import { messagesRequestToChat } from '../convert/messages-request-to-chat.ts';
 import { GatewayError, renderError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';
@@ -22,6 +23,8 @@ import { admit, handle } from './context.ts';
 export const DEFAULT_ANTHROPIC_VERSION = '2023-06-01';
 
 export function registerMessagesRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  // message_start estimates over chat need the encodings: loaded in the background, never on a request.
+  preloadTokenizers().catch((err: unknown) => app.log.warn({ err: (err as Error).message }, 'tokenizer not loaded; message_start estimates use characters / 4'));
   for (const base of ['/api/v1', '/api/anthropic/v1']) {
     app.post(`${base}/messages`, handle('messages', (req, reply) => messages(ctx, req, reply)));
     app.post(`${base}/messages/count_tokens`, handle('messages', (req, reply) => countTokens(ctx, req, reply)));
@@ -55,7 +58,12 @@ async function messages(ctx: GatewayContext, req: FastifyRequest, reply: Fastify
     reader: openaiChatReader,
     streamError,
     passHeaders: traceHeaders(req),
-    convert: messagesOverChat({ stopSequences: stopSequences(body), fallbackId: req.id.replaceAll('-', ''), fallbackModel: clientModel }),
+    convert: messagesOverChat({
+      stopSequences: stopSequences(body),
+      fallbackId: req.id.replaceAll('-', ''),
+      fallbackModel: clientModel,
+      estimateInputTokens: () => estimateChatPromptTokens(chat, String(chat.model)),
+    }),
   };
   await relay(ctx.relay, call, reply);
 }
