@@ -130,3 +130,27 @@ describe('start without provider credentials', () => {
     }
   });
 });
+
+describe('logs', () => {
+  it('are human-readable on a terminal (pino-pretty), JSON lines otherwise', async () => {
+    const port = await freePort();
+    // `script` gives the gateway a pseudo-terminal as stdout; `timeout` bounds it whatever happens to the test.
+    const inner = `timeout -s TERM 170 ${process.execPath} ${CLI} start --config ${EXAMPLE} --port ${port}`;
+    const proc = spawn('script', ['-qefc', inner, '/dev/null'], { cwd: dir, env: { ...process.env, ...NO_CREDENTIALS, TOLLGATE_DATA_DIR: join(dir, 'data-tty') }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        proc.stdout.on('data', () => (out.includes('tollgate listening') ? resolve() : undefined));
+        proc.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
+      });
+      const line = out.split('\n').find((l) => l.includes('tollgate listening'))!;
+      expect(line).toMatch(/INFO/);
+      expect(line).not.toMatch(/^\{"level"/);
+    } finally {
+      const exited = once(proc, 'exit');
+      proc.kill('SIGTERM');
+      await exited;
+    }
+  });
+});
