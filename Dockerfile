@@ -22,6 +22,8 @@ FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=8 \
     PORT=8080 \
+    TOLLGATE_HOST=0.0.0.0 \
+    TOLLGATE_ADMIN_HOST=0.0.0.0 \
     TOLLGATE_DATA_DIR=/var/lib/tollgate \
     TOLLGATE_CONFIG=/etc/tollgate/tollgate.yaml
 WORKDIR /app
@@ -34,4 +36,5 @@ VOLUME ["/var/lib/tollgate"]
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 STOPSIGNAL SIGTERM
-CMD ["node", "gateway/cli.ts", "start", "--host", "0.0.0.0"]
+# A container is reached from outside it: both servers listen on all addresses here (standalone default: loopback).
+CMD ["node", "gateway/cli.ts", "start", "--host", "0.0.0.0", "--admin-host", "0.0.0.0"]

@@ -1,4 +1,4 @@
-// Every error the gateway itself raises, declared once, rendered in each protocol family's shape (DESIGN §8).
+// Every error the gateway itself raises, declared once, rendered in each protocol family's shape (docs/contract.md, errors).
 
 export type ErrorKind =
   | 'invalid_api_key'
@@ -10,6 +10,11 @@ export type ErrorKind =
   | 'rate_limited'
   | 'upstream_unavailable'
   | 'upstream_timeout'
+  | 'upstream_auth'
+  | 'request_timeout'
+  | 'method_not_allowed'
+  | 'headers_too_large'
+  | 'shutting_down'
   | 'ledger_unavailable'
   | 'not_ready'
   | 'not_found'
@@ -36,15 +41,22 @@ const KINDS: Record<ErrorKind, KindSpec> = {
   rate_limited: { status: 429, chatType: 'rate_limit_error', code: 'rate_limited', messagesType: 'rate_limit_error', googleStatus: 'RESOURCE_EXHAUSTED', compatType: 'TooManyRequests' },
   upstream_unavailable: { status: 502, chatType: 'upstream_error', code: 'upstream_unavailable', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },
   upstream_timeout: { status: 504, chatType: 'upstream_error', code: 'upstream_timeout', messagesType: 'api_error', googleStatus: 'DEADLINE_EXCEEDED', compatType: 'GatewayTimeout' },
+  upstream_auth: { status: 502, chatType: 'upstream_error', code: 'upstream_auth', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },
+  request_timeout: { status: 408, chatType: 'invalid_request_error', code: 'request_timeout', messagesType: 'invalid_request_error', googleStatus: 'DEADLINE_EXCEEDED', compatType: 'RequestTimeout' },
+  method_not_allowed: { status: 405, chatType: 'invalid_request_error', code: 'method_not_allowed', messagesType: 'invalid_request_error', googleStatus: 'INVALID_ARGUMENT', compatType: 'MethodNotAllowed' },
+  headers_too_large: { status: 431, chatType: 'invalid_request_error', code: 'request_headers_too_large', messagesType: 'invalid_request_error', googleStatus: 'INVALID_ARGUMENT', compatType: 'BadRequest' },
+  shutting_down: { status: 503, chatType: 'server_error', code: 'shutting_down', messagesType: 'overloaded_error', googleStatus: 'UNAVAILABLE', compatType: 'ServiceUnavailable' },
   ledger_unavailable: { status: 503, chatType: 'server_error', code: 'ledger_unavailable', messagesType: 'overloaded_error', googleStatus: 'UNAVAILABLE', compatType: 'ServiceUnavailable' },
   not_ready: { status: 503, chatType: 'server_error', code: 'not_ready', messagesType: 'overloaded_error', googleStatus: 'UNAVAILABLE', compatType: 'ServiceUnavailable' },
   not_found: { status: 404, chatType: 'invalid_request_error', code: 'not_found', messagesType: 'not_found_error', googleStatus: 'NOT_FOUND', compatType: 'NotFound' },
   internal: { status: 500, chatType: 'server_error', code: 'internal_error', messagesType: 'api_error', googleStatus: 'INTERNAL', compatType: 'InternalServerError' },
 };
 
+/** One wrong parameter in a problem-details answer: where it was, what is wrong, what was sent. */
 export interface ParamError {
-  name: string;
-  reason: string;
+  location: string;
+  message: string;
+  value?: unknown;
 }
 
 export class GatewayError extends Error {

@@ -1,5 +1,6 @@
 // Wires one gateway process: snapshot source, store, ledger, upstream client, HTTP server, graceful drain.
 import type { FastifyInstance } from 'fastify';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
@@ -8,6 +9,7 @@ import { createLedger } from './ledger/ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import type { LedgerRow } from './ledger/row.ts';
 import type { GatewayContext } from './routes/context.ts';
+import type { BodyTimeouts } from './http/framework-errors.ts';
 import { buildServer } from './server.ts';
 import { watchSnapshotFile } from './snapshot/file-source.ts';
 import { SnapshotHolder } from './snapshot/holder.ts';
@@ -30,8 +32,13 @@ export interface GatewayOptions {
   /** An already-open store (tests); the gateway does not close it. */
   store?: Store;
   port?: number;
+  /** Listen address; loopback unless told (the container and chart pass 0.0.0.0). */
   host?: string;
   maxBodyBytes?: number;
+  /** Request body deadlines (default 30 s JSON, 5 min uploads). */
+  bodyTimeouts?: Partial<BodyTimeouts>;
+  /** Concurrent client connections this process accepts; more are refused at accept. */
+  maxConnections?: number;
   /** Connections the kernel queues before the gateway accepts them (capped by net.core.somaxconn). */
   listenBacklog?: number;
   maxJournalBytes?: number;
@@ -40,6 +47,8 @@ export interface GatewayOptions {
   logLevel?: string;
   /** Where log lines go (default stdout); tests read the access log from here. */
   logDestination?: DestinationStream;
+  /** Human-readable log lines (the CLI sets it when stdout is a terminal); JSON lines otherwise. */
+  pretty?: boolean;
   /** Admin server with /metrics (docs/observability.md); false or absent: none. The CLI reads TOLLGATE_ADMIN_PORT. */
   adminPort?: number | false;
   adminHost?: string;
@@ -58,6 +67,8 @@ export interface RunningGateway {
   telemetry: Telemetry;
   /** The admin server's base URL (GET /metrics), when it runs. */
   adminUrl?: string;
+  /** The addresses actually bound, as `host:port`. */
+  listening: { api: string; admin?: string };
   /** Readiness off, in-flight requests finish, the journal flushes, connections close. */
   close(): Promise<void>;
 }
@@ -66,15 +77,32 @@ export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 // Node's default (511) overflows when thousands of streaming clients connect at once and the event loop is busy:
 // the kernel then drops handshakes and clients see resets. 4096 is also the usual somaxconn cap.
 export const DEFAULT_LISTEN_BACKLOG = 4096;
+export const DEFAULT_HOST = '127.0.0.1';
+// Above the 10,000 concurrent streams the benchmarks hold, below the default open-file limits of most hosts.
+export const DEFAULT_MAX_CONNECTIONS = 16_384;
+
+/** Listening failed (port in use, address not available): the message says what to change. */
+export class ListenError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
 
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
+  // A busy port is found before the store, journal and watcher open (slow on a loaded machine); the real listen
+  // below still reports a port taken in between.
+  if (opts.port) await probeListen(opts.host ?? DEFAULT_HOST, opts.port);
   const dataDir = resolveDataDir(opts.dataDir);
   const holder = new SnapshotHolder();
   const ownsStore = opts.store === undefined;
   const store = opts.store ?? (await openStore({ databaseUrl: opts.databaseUrl, dataDir }));
-  const log: Logger = createLogger(opts);
+  // Loaded only for a terminal: a container's JSON logs never pay for the formatter.
+  const pretty = opts.pretty && !opts.logDestination ? (await import('pino-pretty')).default({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) : undefined;
+  const log: Logger = createLogger({ ...opts, logDestination: opts.logDestination ?? pretty });
   // Access lines go to their own buffered stdout writer unless a destination was given (tests read it synchronously).
-  const accessLog = opts.logDestination || opts.logger === false ? log : bufferedAccessLogger(log.level);
+  const accessLog = opts.logDestination || pretty || opts.logger === false ? log : bufferedAccessLogger(log.level);
   const telemetry = await createTelemetry({ ...opts.telemetry, logger: accessLog });
   const ledger = createLedger({
     store,
@@ -93,6 +121,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     draining,
     relay: {
       upstream,
+      credentials: function* () {
+        for (const p of holder.current?.providers.values() ?? []) yield p.credential;
+      },
       ledger: {
         record(row: LedgerRow) {
           try {
@@ -113,7 +144,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       }
     },
   };
-  const app = buildServer(ctx, { maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, logger: log, telemetry });
+  const app = buildServer(ctx, { maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, logger: log, telemetry, bodyTimeouts: opts.bodyTimeouts });
+  app.server.maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   let watcher: { close(): unknown };
   let kube: KubeSource | undefined;
   try {
@@ -128,9 +160,22 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   } catch (err) {
     await ledger.close();
     if (ownsStore) await store.close();
+    await telemetry.shutdown();
     throw err;
   }
-  const url = await app.listen({ port: opts.port ?? 8080, host: opts.host ?? '0.0.0.0', backlog: opts.listenBacklog ?? DEFAULT_LISTEN_BACKLOG });
+  const port = opts.port ?? 8080;
+  const host = opts.host ?? DEFAULT_HOST;
+  try {
+    await app.listen({ port, host, backlog: opts.listenBacklog ?? DEFAULT_LISTEN_BACKLOG });
+  } catch (err) {
+    // Everything opened above closes, so the process can exit instead of hanging on a watcher or the journal.
+    await watcher.close();
+    await app.close().catch(() => undefined);
+    await ledger.close();
+    if (ownsStore) await store.close();
+    await telemetry.shutdown();
+    throw listenError(err, host, port);
+  }
   const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log });
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
@@ -144,7 +189,34 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await admin?.close();
       await telemetry.shutdown();
     })());
-  return { app, url: url.replace('0.0.0.0', '127.0.0.1'), holder, ledger, store, kube, telemetry, adminUrl: admin?.url, close };
+  const bound = app.server.address() as { address: string; family: string; port: number };
+  const api = `${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
+  // A wildcard bind is reachable on loopback too; clients on this machine get a URL that works.
+  const local = bound.address === '0.0.0.0' || bound.address === '::' ? `127.0.0.1:${bound.port}` : api;
+  return { app, url: `http://${local}`, holder, ledger, store, kube, telemetry, adminUrl: admin?.url, listening: { api, admin: admin?.bound }, close };
+}
+
+function listenError(err: unknown, host: string, port: number): Error {
+  const code = (err as { code?: string }).code ?? '';
+  if (code === 'EADDRINUSE') return new ListenError(code, `EADDRINUSE: port ${port} on ${host} is already in use; choose another with --port N (or PORT=N).`);
+  if (code === 'EADDRNOTAVAIL') return new ListenError(code, `EADDRNOTAVAIL: ${host} is not an address of this machine; choose another with --host ADDR (or TOLLGATE_HOST).`);
+  if (code === 'EACCES') return new ListenError(code, `EACCES: port ${port} on ${host} needs privileges; choose a port above 1023 with --port N (or PORT=N).`);
+  return err as Error;
+}
+
+/** Binds and releases host:port once, so a busy port fails before anything else opens. */
+async function probeListen(host: string, port: number): Promise<void> {
+  const probe = createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ port, host, exclusive: true }, resolve);
+    });
+  } catch (err) {
+    throw listenError(err, host, port);
+  } finally {
+    if (probe.listening) await new Promise((r) => probe.close(r));
+  }
 }
 
 /** One pino logger for the server and the ledger; keys and credentials are redacted wherever they could appear. */

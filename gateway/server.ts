@@ -3,10 +3,13 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController } from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from './errors.ts';
-import { GatewayError } from './errors.ts';
+import { GatewayError, renderError } from './errors.ts';
+import { bodyTimeouts, clientErrorHandler, notFoundHandler, RouteTable } from './http/framework-errors.ts';
+import type { BodyTimeouts } from './http/framework-errors.ts';
 import { stripQueryKey } from './http/query-key.ts';
 import { replyError } from './http/reply-error.ts';
 import { registerChatRoutes } from './routes/chat.ts';
+import { registerEmbeddingsRoutes } from './routes/embeddings.ts';
 import type { GatewayContext } from './routes/context.ts';
 import { registerGeminiRoutes } from './routes/gemini.ts';
 import { registerHealthRoutes } from './routes/health.ts';
@@ -20,12 +23,16 @@ import { instrumentRefused, instrumentServer } from './telemetry/request-hook.ts
 import type { Telemetry } from './telemetry/telemetry.ts';
 
 export interface ServerOptions {
-  /** Largest JSON body accepted on chat-style routes (DESIGN §8: configurable). */
+  /** Largest JSON body accepted on chat-style routes (configurable; image routes take 64 MiB). */
   maxBodyBytes: number;
+  /** How long a request body may take to arrive (default: 30 s JSON, 5 min uploads). */
+  bodyTimeouts?: Partial<BodyTimeouts>;
   logger: FastifyBaseLogger;
   /** Per-request metrics, spans and the access log (absent or disabled: none). */
   telemetry?: Telemetry;
 }
+
+export const DEFAULT_BODY_TIMEOUTS: BodyTimeouts = { jsonMs: 30_000, uploadMs: 300_000 };
 
 export function familyOf(url: string): ErrorFamily {
   if (url.startsWith('/api/v3/')) return 'compat';
@@ -36,6 +43,7 @@ export function familyOf(url: string): ErrorFamily {
 }
 
 export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyInstance {
+  const timeouts: BodyTimeouts = { jsonMs: opts.bodyTimeouts?.jsonMs ?? DEFAULT_BODY_TIMEOUTS.jsonMs, uploadMs: opts.bodyTimeouts?.uploadMs ?? DEFAULT_BODY_TIMEOUTS.uploadMs };
   const app = Fastify({
     loggerInstance: opts.logger,
     // One access line per request is ours to write (without bodies or keys); fastify's own request logs stay off.
@@ -43,7 +51,11 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     bodyLimit: opts.maxBodyBytes,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Draining answers 503 in the family's shape (the hook below) rather than fastify's own body.
+    return503OnClosing: false,
+    // Node's own whole-request deadline stays as a backstop behind the per-body timers (bodyTimeouts).
+    requestTimeout: Math.max(timeouts.jsonMs, timeouts.uploadMs) + 10_000,
+    clientErrorHandler: clientErrorHandler(familyOf),
     forceCloseConnections: false,
     rewriteUrl: stripQueryKey,
     // Malformed URLs (bad percent escapes, over-long params) answer in the path's family too, not in fastify's shape.
@@ -54,6 +66,14 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   });
   // Every body arrives as raw bytes: routes parse what they need and forward the rest untouched.
   instrumentServer(app, opts.telemetry);
+  const routes = new RouteTable();
+  routes.watch(app);
+  app.addHook('onRequest', (req, reply, done) => {
+    if (!ctx.draining.value) return done();
+    const r = renderError(familyOf(req.url), new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.'), req.id);
+    void reply.code(r.status).header('content-type', r.contentType).header('connection', 'close').send(r.body);
+  });
+  bodyTimeouts(app, familyOf, timeouts);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
 
@@ -69,9 +89,7 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     }
     replyError(reply, family, gerr, req.id);
   });
-  app.setNotFoundHandler((req, reply) => {
-    replyError(reply, familyOf(req.url), new GatewayError('not_found', `No route for ${req.method} ${req.url.split('?')[0]}.`), req.id);
-  });
+  app.setNotFoundHandler(notFoundHandler(routes, familyOf));
 
   registerHealthRoutes(app, ctx);
   registerModelRoutes(app, ctx);
@@ -82,5 +100,6 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   registerResponsesRoutes(app, ctx);
   registerGeminiRoutes(app, ctx);
   registerUsageRoutes(app, ctx);
+  registerEmbeddingsRoutes(app, ctx);
   return app;
 }

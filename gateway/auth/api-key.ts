@@ -1,4 +1,4 @@
-// Key format and hashing (DESIGN §9): sk_live_ + 32 random bytes in base62; only the SHA-256 is stored.
+// Key format and hashing (docs/contract.md, keys): sk_live_ + 32 random bytes in base62; only the SHA-256 is stored.
 import { hash, randomBytes } from 'node:crypto';
 
 export const KEY_PREFIX = 'sk_live_';

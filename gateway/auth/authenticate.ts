@@ -1,4 +1,4 @@
-// Finds the caller's key in the snapshot (DESIGN §9). A miss never touches anything but one hash map.
+// Finds the caller's key in the snapshot (docs/contract.md, keys). A miss never touches anything but one hash map.
 import type { IncomingHttpHeaders } from 'node:http';
 import { GatewayError } from '../errors.ts';
 import type { RuntimeKey, RuntimeSnapshot } from '../snapshot/runtime.ts';

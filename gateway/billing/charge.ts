@@ -1,4 +1,4 @@
-// Turns a metered answer into the ledger row and the cost the client is told (DESIGN §5, §6).
+// Turns a metered answer into the ledger row and the cost the client is told (docs/contract.md: usage, pricing).
 import type { LedgerRow } from '../ledger/row.ts';
 import type { Usage } from '../meter/usage.ts';
 import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';

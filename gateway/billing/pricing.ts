@@ -1,4 +1,4 @@
-// Prices a normalised usage record (DESIGN §6). Only this module knows prices.
+// Prices a normalised usage record (docs/contract.md, pricing). Only this module knows prices.
 import type { Usage } from '../meter/usage.ts';
 import { promptTokens } from '../meter/usage.ts';
 import type { Decimal } from './decimal.ts';

@@ -87,7 +87,7 @@ export function chatUsageOf(u: Usage, reasoning: boolean): ChatUsage {
 
 /**
  * Frames chat chunks for one stream. Every chunk carries `usage: null` and the usage arrives in a last chunk with empty
- * `choices`, as with `include_usage` (DESIGN §4 returns it whether or not the client asked).
+ * `choices`, as with `include_usage` (docs/contract.md, pass-through: returned whether or not the client asked).
  */
 export class ChunkWriter {
   private readonly prefix: string;

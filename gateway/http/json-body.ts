@@ -1,4 +1,4 @@
-// JSON request bodies: parsed once, raw bytes kept, and a body naming `model` twice refused (DESIGN §4).
+// JSON request bodies: parsed once, raw bytes kept, and a body naming `model` twice refused (docs/contract.md, pass-through).
 import { GatewayError } from '../errors.ts';
 
 export interface JsonBody {

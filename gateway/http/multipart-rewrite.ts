@@ -133,7 +133,7 @@ export class MultipartRewriter {
       throw new GatewayError('invalid_request', `At most ${this.opts.maxImages} images may be edited in one request.`, { param: 'image' });
     }
     if (name === 'model') {
-      // Two models would let a client be billed for one and served another (DESIGN §4).
+      // Two models would let a client be billed for one and served another (docs/contract.md, pass-through).
       if (this.clientModel !== undefined) throw new GatewayError('invalid_request', 'The request names "model" more than once.', { param: 'model' });
       this.part = 'model';
     } else this.part = this.opts.capture?.includes(name) ? 'capture' : 'plain';

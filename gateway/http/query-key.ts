@@ -1,5 +1,5 @@
 // google-genai clients may send the key as `?key=`: it is taken out of the URL before routing, so no log line,
-// error message or request object downstream ever holds it (DESIGN §9).
+// error message or request object downstream ever holds it (docs/contract.md, keys).
 import type { IncomingMessage } from 'node:http';
 
 const GEMINI_PREFIX = '/api/v1/gemini/';

@@ -1,4 +1,4 @@
-// The local journal (DESIGN §7): record() appends one line to an append-only segment with one
+// The local journal (docs/contract.md, durability): record() appends one line to an append-only segment with one
 // synchronous write, which survives a kill of the process. Segments are sealed by row count or
 // age, and a background loop moves sealed segments into the database, deleting each only after
 // its rows committed. Segments left by an earlier process are replayed at start; the request id

@@ -1,4 +1,4 @@
-// The usage report's shape (DESIGN §5): snake_case, tokens as integers, money as exact decimal strings.
+// The usage report's shape (docs/contract.md, usage report): snake_case, tokens as integers, money as exact decimal strings.
 export interface UsageReportQuery {
   project: string;
   from: Date;
@@ -20,9 +20,13 @@ export interface UsageRow {
   original_cost: string;
 }
 
+/** What the report's `$schema` names: this version of the report format (docs/contract.md, usage report). */
+export const USAGE_REPORT_SCHEMA = 'https://tollgate.dev/schemas/usage-report.json';
+
 export interface UsageReport {
-  object: 'usage_report';
-  project: string;
+  $schema: string;
+  /** The key's project; the empty string would mean organization-wide (an admin view). */
+  project_id: string;
   from: string;
   to: string;
   totals: UsageRow;

@@ -1,4 +1,4 @@
-// One billed request, as the ledger stores it (DESIGN §5, §7). Money fields are exact decimal strings.
+// One billed request, as the ledger stores it (docs/contract.md: usage, durability). Money fields are exact decimal strings.
 export interface LedgerRow {
   requestId: string;
   /** Epoch milliseconds when the response completed. */
@@ -21,7 +21,7 @@ export interface LedgerRow {
   cacheWrite: number;
   reasoning: number;
   artifacts: number;
-  /** cache_read counted as explicit (DESIGN §5 cache_explicit_read_tokens). */
+  /** cache_read counted as explicit (docs/contract.md, usage cache_explicit_read_tokens). */
   explicitCache: boolean;
   estimated: boolean;
   costPoints: string;

@@ -63,8 +63,8 @@ describe.each(BACKENDS)('usage report on %s', (backend) => {
   it('answers every field, zeros and "0", when there is no usage', async () => {
     const report = await usageReport(db().store, { project: freshProject(), from: new Date(T0), to: new Date(T0 + HOUR_MS) });
     expect(report).toEqual({
-      object: 'usage_report',
-      project: report.project,
+      $schema: 'https://tollgate.dev/schemas/usage-report.json',
+      project_id: report.project_id,
       from: '2025-03-10T00:00:00.000Z',
       to: '2025-03-10T01:00:00.000Z',
       totals: EMPTY_ROW,

@@ -1,6 +1,7 @@
 // Usage per project over [from, to): full UTC hours from the rollup, the partial hours at the
 // edges from raw rows, so any from/to is exact while long ranges read mostly the small table.
 import { add, parseDecimal, toPlainString, ZERO } from '../billing/decimal.ts';
+import { USAGE_REPORT_SCHEMA } from './report-types.ts';
 import type { Decimal } from '../billing/decimal.ts';
 import type { Queryable } from '../store/store.ts';
 import { ceilHour, floorHour } from './hour.ts';
@@ -65,8 +66,8 @@ export async function usageReport(q: Queryable, query: UsageReportQuery): Promis
 
   const by_model = rows.map((r) => ({ model: r.model, ...usageRow(r) }));
   return {
-    object: 'usage_report',
-    project: query.project,
+    $schema: USAGE_REPORT_SCHEMA,
+    project_id: query.project,
     from: iso(from),
     to: iso(to),
     totals: sumRows(by_model),

@@ -1,4 +1,4 @@
-// Anthropic usage: input_tokens excludes cache reads and writes; message_delta figures are cumulative (DESIGN §5).
+// Anthropic usage: input_tokens excludes cache reads and writes; message_delta figures are cumulative (docs/contract.md, usage).
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';

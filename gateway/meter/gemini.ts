@@ -1,4 +1,4 @@
-// Gemini usage: promptTokenCount includes cached content; thoughts are output (DESIGN §5). The last usageMetadata wins.
+// Gemini usage: promptTokenCount includes cached content; thoughts are output (docs/contract.md, usage). The last usageMetadata wins.
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
@@ -31,7 +31,7 @@ export function geminiMetaUsage(meta: Record<string, unknown>, artifacts: number
 }
 
 /**
- * The generateContent endpoint's rule (DESIGN §6): only candidatesTokenCount is billed (at the output price);
+ * The generateContent endpoint's rule (docs/contract.md, pricing): only candidatesTokenCount is billed (at the output price);
  * promptTokenCount, totalTokenCount and the rest stay in the detail, so no billed dimension shows tokens that cost nothing.
  */
 export function generateContentUsage(body: Record<string, unknown> | undefined): Usage | null {

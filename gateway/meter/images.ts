@@ -1,4 +1,4 @@
-// Images-style usage: usage.input_tokens / usage.output_tokens; artifacts = images returned (DESIGN §5, §6).
+// Images-style usage: usage.input_tokens / usage.output_tokens; artifacts = images returned (docs/contract.md: usage, pricing).
 // Streams come in two dialects (reference §4.4, §5.3):
 //   OpenAI: image_generation.partial_image / image_edit.partial_image previews, then one *.completed event per image
 //           carrying that image and its usage; no [DONE].

@@ -1,4 +1,4 @@
-// OpenAI chat usage: prompt_tokens includes cached_tokens (DESIGN §5).
+// OpenAI chat usage: prompt_tokens includes cached_tokens (docs/contract.md, usage).
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';

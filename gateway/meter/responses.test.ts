@@ -1,4 +1,4 @@
-// Responses usage (DESIGN §5), read from the fake upstream's recorded wire bytes.
+// Responses usage (docs/contract.md, usage), read from the fake upstream's recorded wire bytes.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// OpenAI responses usage: input_tokens includes cached_tokens; read from the body or response.completed (DESIGN §5).
+// OpenAI responses usage: input_tokens includes cached_tokens; read from the body or response.completed (docs/contract.md, usage).
 import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';

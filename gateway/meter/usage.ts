@@ -1,4 +1,4 @@
-// The one normalised usage record every upstream answer is reduced to (DESIGN §5).
+// The one normalised usage record every upstream answer is reduced to (docs/contract.md, usage).
 export interface Usage {
   /** Uncached prompt tokens. */
   input: number;

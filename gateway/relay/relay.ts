@@ -1,4 +1,4 @@
-// One upstream exchange: pick an upstream, send, meter, journal the ledger row, and only then let the last bytes go (DESIGN §4, §7).
+// One upstream exchange: pick an upstream, send, meter, journal the ledger row, and only then let the last bytes go (docs/contract.md: pass-through, durability).
 import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
@@ -19,6 +19,7 @@ import type { UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { isTimeout, TimeoutError, upstreamError } from '../upstream/client.ts';
+import { redactBody } from '../upstream/redact.ts';
 import { telemetryOf } from '../telemetry/request-hook.ts';
 
 export interface LedgerSink {
@@ -28,6 +29,8 @@ export interface LedgerSink {
 export interface RelayDeps {
   upstream: UpstreamClient;
   ledger: LedgerSink;
+  /** Every configured provider credential, blanked from upstream error bodies (absent: the call's targets' only). */
+  credentials?: () => Iterable<string | undefined>;
 }
 
 export interface RelayCall extends ChargeContext {
@@ -88,7 +91,7 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
     }
     if (!res || !current) throw lastErr ?? new GatewayError('upstream_unavailable', 'No upstream is available for this model.');
     const target = current;
-    if (res.statusCode >= 400) return await upstreamErrorReply(res, reply, call);
+    if (res.statusCode >= 400) return await upstreamErrorReply(deps, res, reply, call, target);
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, () => clientGone, controller);
     else await relayJson(deps, call, target, res, reply, () => clientGone);
@@ -108,7 +111,8 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   try {
     buf = await res.body.bytes();
   } catch (err) {
-    if (!gone()) throw upstreamError(err, target.provider.id);
+    // A deadline while the body is read is a timeout (504); a cut after the headers, a broken answer.
+    if (!gone()) throw isTimeout(err) ? upstreamError(err, target.provider.id) : new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" broke off its answer.`);
     // The client left and the provider cut us off too: bill the request side we know.
     tel.record(deps.ledger, charge(call, target, estimateUsage(call.requestBytes, 0)));
     return;
@@ -227,7 +231,8 @@ async function relayStream(
   });
   if (failure === undefined) {
     if (ended) {
-      if (!(gone() && controller.signal.aborted)) failure = isTimeout(ended) || controller.signal.aborted ? upstreamError(ended, target.provider.id, controller.signal) : upstreamError(ended, target.provider.id);
+      // After the stream started, a cut is a broken stream, not an unreachable upstream; a deadline is a timeout.
+      if (!(gone() && controller.signal.aborted)) failure = isTimeout(ended) || controller.signal.aborted ? upstreamError(ended, target.provider.id, controller.signal) : new GatewayError('upstream_unavailable', `The upstream stream broke (provider "${target.provider.id}").`);
     } else {
       tap.end();
       if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
@@ -261,9 +266,16 @@ function drained(raw: ServerResponse, then: () => void): void {
   raw.on('close', done);
 }
 
-async function upstreamErrorReply(res: UpstreamResponse, reply: FastifyReply, call: RelayCall): Promise<void> {
-  // Pass-through routes return the upstream's error as it is, converting routes in the client's shape; neither is billed.
-  const body = await res.body.bytes();
+async function upstreamErrorReply(deps: RelayDeps, res: UpstreamResponse, reply: FastifyReply, call: RelayCall, target: UpstreamTarget): Promise<void> {
+  // Pass-through routes return the upstream's error as it is, converting routes in the client's shape; neither is
+  // billed. Whatever the route, a provider credential quoted in the body never leaves.
+  const body = redactBody(await res.body.bytes(), credentialsOf(deps, call));
+  if (res.statusCode === 401) {
+    // The upstream refused the gateway's own provider credential: not the client's problem, and not its business.
+    reply.log.warn({ provider: target.provider.id, status: 401, body: body.toString('utf8', 0, Math.min(body.length, 2048)) }, 'upstream refused the provider credential');
+    replyError(reply, call.family, new GatewayError('upstream_auth', `The upstream provider "${target.provider.id}" refused the gateway's provider credentials; the gateway's operator has to fix them.`), call.requestId);
+    return;
+  }
   const c = call.convert ? call.convert.error(res.statusCode, body) : call.convertError?.(res.statusCode, body);
   if (c) {
     reply.code(c.status).header('content-type', c.contentType ?? 'application/json').header('x-tollgate-request-id', call.requestId);
@@ -272,6 +284,11 @@ async function upstreamErrorReply(res: UpstreamResponse, reply: FastifyReply, ca
   }
   reply.code(res.statusCode).header('content-type', res.headers['content-type'] ?? 'application/json').header('x-tollgate-request-id', call.requestId);
   await reply.send(body);
+}
+
+function* credentialsOf(deps: RelayDeps, call: RelayCall): Iterable<string | undefined> {
+  for (const t of call.targets) yield t.provider.credential;
+  if (deps.credentials) yield* deps.credentials();
 }
 
 function copyHeaders(res: UpstreamResponse, reply: FastifyReply): void {

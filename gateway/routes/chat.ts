@@ -1,4 +1,4 @@
-// POST /api/v1/chat/completions and /api/v3/chat/completions: pass-through to an openai-protocol upstream (DESIGN §3, §4).
+// POST /api/v1/chat/completions and /api/v3/chat/completions: pass-through to an openai-protocol upstream (docs/contract.md: endpoints, pass-through).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
@@ -42,7 +42,7 @@ export interface ChatPassThrough {
   convertError?: RelayCall['convertError'];
 }
 
-/** The pass-through rule (DESIGN §4) for a chat body going to openai-protocol upstreams; shared with the unified entry. */
+/** The pass-through rule (docs/contract.md, pass-through) for a chat body going to openai-protocol upstreams; shared with the unified entry. */
 export async function relayChatPassThrough(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, p: ChatPassThrough): Promise<void> {
   const { family, key, model, clientModel, targets, body } = p;
   const stream = body.stream === true;

@@ -1,4 +1,4 @@
-// POST /api/v1/gemini/{v1beta|v1}/models/{model}:generateContent and :streamGenerateContent (DESIGN §3, §6):
+// POST /api/v1/gemini/{v1beta|v1}/models/{model}:generateContent and :streamGenerateContent (docs/contract.md: endpoints, pricing):
 // pass-through to a gemini-protocol upstream, billed from candidatesTokenCount at the output price.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';

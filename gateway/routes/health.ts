@@ -1,5 +1,5 @@
 // /healthz: the process is alive. /readyz: a snapshot is loaded and usage can be recorded: the database answers,
-// or while it does not, the local journal still has room (DESIGN §7; docs/adr/0003).
+// or while it does not, the local journal still has room (docs/contract.md, durability; docs/adr/0003).
 import type { FastifyInstance } from 'fastify';
 import type { GatewayContext } from './context.ts';
 

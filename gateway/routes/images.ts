@@ -1,5 +1,5 @@
 // Images generations and edits, v1 (images style, chat errors) and v3 (compat style): pass-through to an
-// images-protocol upstream (DESIGN §3, §4, §6). Multipart edits stream through; only `model` is rewritten.
+// images-protocol upstream (docs/contract.md: endpoints, pass-through, pricing). Multipart edits stream through; only `model` is rewritten.
 import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -18,7 +18,7 @@ import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runti
 import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
 
-/** DESIGN §8: image bodies up to 64 MiB. */
+/** docs/contract.md, errors: image bodies up to 64 MiB. */
 export const IMAGES_MAX_BYTES = 64 * 1024 * 1024;
 export const MAX_EDIT_IMAGES = 16;
 /** Parts before `model` are held in memory up to this, then spooled to a temp file. */

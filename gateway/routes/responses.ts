@@ -1,4 +1,4 @@
-// POST /api/v1/responses: pass-through to a responses-protocol upstream, JSON and SSE byte for byte (DESIGN §3, §4).
+// POST /api/v1/responses: pass-through to a responses-protocol upstream, JSON and SSE byte for byte (docs/contract.md: endpoints, pass-through).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';

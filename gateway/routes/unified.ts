@@ -1,5 +1,5 @@
 // POST /api/v0/chat/completions and /api/paas/v4/chat/completions: chat in, the model's native upstream protocol
-// (openai, else anthropic, else gemini), and the answer, the stream and errors back in chat (DESIGN §3).
+// (openai, else anthropic, else gemini), and the answer, the stream and errors back in chat (docs/contract.md, endpoints).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ChatContext } from '../convert/chat-completion.ts';
 import { chatOverAnthropic } from '../convert/chat-over-anthropic/index.ts';
@@ -54,7 +54,7 @@ async function unifiedChat(ctx: GatewayContext, req: FastifyRequest, reply: Fast
   // Chat clients send no anthropic-version: the default goes.
   const passHeaders = protocol === 'anthropic' ? anthropic.versionHeaders(undefined, { ...traceHeaders(req) }) : traceHeaders(req);
   const reader = protocol === 'anthropic' ? anthropic.reader : gemini.reader;
-  // A gemini upstream reached through chat is billed by the text rule (DESIGN §6), like every other path here.
+  // A gemini upstream reached through chat is billed by the text rule (docs/contract.md, pricing), like every other path here.
   const call = relayCall(req, openai, { family: 'chat', key, model, clientModel, protocol, targets, stream, requestBytes: raw.length, build, reader, convert: conversion.converter, passHeaders });
   await relay(ctx.relay, call, reply);
 }

@@ -35,10 +35,10 @@ export function parseRange(fromRaw: unknown, toRaw: unknown): { from: Date; to: 
   const to = parseInstant('to', toRaw, errors);
   if (errors.length) throw new GatewayError('invalid_request', 'The from and to query parameters must be RFC 3339 timestamps or dates (YYYY-MM-DD).', { errors });
   if (to!.getTime() < from!.getTime()) {
-    throw new GatewayError('invalid_request', '`to` is before `from`.', { status: 422, errors: [{ name: 'to', reason: 'must not be before from' }] });
+    throw new GatewayError('invalid_request', '`to` is before `from`.', { status: 422, errors: [{ location: 'query.to', message: 'must not be before from', value: toRaw }] });
   }
   if (to!.getTime() - from!.getTime() > MAX_RANGE_MS) {
-    throw new GatewayError('invalid_request', 'The range may span at most 366 days.', { status: 422, errors: [{ name: 'to', reason: 'range longer than 366 days' }] });
+    throw new GatewayError('invalid_request', 'The range may span at most 366 days.', { status: 422, errors: [{ location: 'query.to', message: 'the range may span at most 366 days', value: toRaw }] });
   }
   return { from: from!, to: to! };
 }
@@ -48,17 +48,17 @@ const DATETIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[
 
 function parseInstant(name: string, v: unknown, errors: ParamError[]): Date | undefined {
   if (v === undefined || v === '') {
-    errors.push({ name, reason: 'required' });
+    errors.push({ location: `query.${name}`, message: 'required', value: v ?? null });
     return undefined;
   }
   if (typeof v !== 'string' || !(DATE.test(v) || DATETIME.test(v))) {
-    errors.push({ name, reason: 'must be an RFC 3339 timestamp (2026-01-31T00:00:00Z) or a date (2026-01-31)' });
+    errors.push({ location: `query.${name}`, message: 'must be an RFC 3339 timestamp (2026-01-31T00:00:00Z) or a date (2026-01-31)', value: v });
     return undefined;
   }
   const d = new Date(DATE.test(v) ? `${v}T00:00:00Z` : v);
   // Date accepts 2026-02-31 by rolling over; a real calendar date must round-trip.
   if (Number.isNaN(d.getTime()) || (DATE.test(v) && d.toISOString().slice(0, 10) !== v)) {
-    errors.push({ name, reason: 'not a valid date' });
+    errors.push({ location: `query.${name}`, message: 'not a valid date', value: v });
     return undefined;
   }
   return d;

@@ -1,4 +1,4 @@
-// Maps the client's `model` string to a configured model and checks the organization may call it (DESIGN §8).
+// Maps the client's `model` string to a configured model and checks the organization may call it (docs/contract.md, errors).
 import { GatewayError } from '../errors.ts';
 import type { RuntimeKey, RuntimeModel, RuntimeSnapshot, UpstreamTarget } from '../snapshot/runtime.ts';
 import { orgAllows } from '../snapshot/runtime.ts';

@@ -1,8 +1,8 @@
-// The one contract between the operator, the standalone file and every gateway pod (DESIGN §2).
+// The one contract between the operator, the standalone file and every gateway pod (docs/contract.md, snapshot).
 // Kept free of transforms so the generated JSON Schema documents exactly what a file may hold.
 import { z } from 'zod';
 
-export const PROTOCOLS = ['openai', 'anthropic', 'responses', 'images', 'gemini'] as const;
+export const PROTOCOLS = ['openai', 'anthropic', 'responses', 'images', 'gemini', 'embeddings'] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
 // Enums and bounds the CRDs repeat in OpenAPI: declared here once, imported by crds/src.
 export const DISCONNECT_ACTIONS = ['continue', 'abort'] as const;
@@ -75,6 +75,8 @@ export const modelSchema = z
         responses: protocolUpstreams.optional(),
         images: protocolUpstreams.optional(),
         gemini: protocolUpstreams.optional(),
+        // OpenAI embeddings (`POST /embeddings`); an openai model serves them too when it lists no embeddings upstream.
+        embeddings: protocolUpstreams.optional(),
       })
       .strict()
       .refine((p) => Object.values(p).some((v) => v !== undefined), 'a model needs at least one protocol')

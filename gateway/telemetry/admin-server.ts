@@ -6,7 +6,10 @@ import { once } from 'node:events';
 import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 
 export interface AdminServer {
+  /** A URL that reaches it from this machine. */
   url: string;
+  /** The address actually bound, `host:port`. */
+  bound: string;
   close(): Promise<void>;
 }
 
@@ -27,7 +30,8 @@ export async function startAdminServer(opts: { port: number; host?: string; prom
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: the admin port serves /metrics\n');
   });
-  server.listen(opts.port, opts.host ?? '0.0.0.0');
+  // Loopback unless told: the metrics carry cost per organization.
+  server.listen(opts.port, opts.host ?? '127.0.0.1');
   try {
     await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err as Error))]);
   } catch (err) {
@@ -36,9 +40,11 @@ export async function startAdminServer(opts: { port: number; host?: string; prom
     server.close();
     return undefined;
   }
-  const addr = server.address() as { port: number };
+  const addr = server.address() as { port: number; address: string; family: string };
+  const bound = `${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}`;
   return {
-    url: `http://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${addr.port}`,
+    url: `http://${addr.address === '0.0.0.0' || addr.address === '::' ? `127.0.0.1:${addr.port}` : bound}`,
+    bound,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -36,8 +36,9 @@ export const A = {
   artifacts: 'tollgate.usage.artifacts',
 } as const;
 
-/** gen_ai.operation.name: generateContent and images generate content; every other route is a chat. */
+/** gen_ai.operation.name: generateContent and images generate content, embeddings embed; every other route is a chat. */
 export function operationOf(protocol: Protocol): string {
+  if (protocol === 'embeddings') return 'embeddings';
   return protocol === 'gemini' || protocol === 'images' ? 'generate_content' : 'chat';
 }
 

@@ -43,7 +43,8 @@ export class UpstreamClient {
     const p = prepared(req.provider);
     const url = p.target(req.path);
     this.connectTimeouts.set(url.origin, req.provider.timeouts.connectMs);
-    if (req.provider.missingCredential) throw new GatewayError('upstream_unavailable', `Provider "${req.provider.id}" has no credential configured.`);
+    // The variable's name helps whoever runs the gateway; its value is never known here, let alone sent.
+    if (req.provider.missingCredential) throw new GatewayError('upstream_unavailable', `Provider "${req.provider.id}" has no credential configured: the gateway's operator has to set the environment variable ${req.provider.missingCredential} and restart.`);
     const contentType = req.contentType ?? 'application/json';
     const headers = req.passHeaders ? upstreamHeaders(req, contentType) : p.headers(req.protocol, contentType, () => upstreamHeaders(req, contentType));
     try {
@@ -131,7 +132,7 @@ const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEO
 export function upstreamError(err: unknown, providerId: string, signal?: AbortSignal): GatewayError {
   if (err instanceof GatewayError) return err;
   const code = (err as { code?: string }).code ?? '';
-  if (TIMEOUT_CODES.has(code) || (signal?.aborted && signal.reason instanceof TimeoutError)) {
+  if (TIMEOUT_CODES.has(code) || err instanceof TimeoutError || (signal?.aborted && signal.reason instanceof TimeoutError)) {
     return new GatewayError('upstream_timeout', `The upstream provider "${providerId}" timed out.`);
   }
   return new GatewayError('upstream_unavailable', `The upstream provider "${providerId}" could not be reached.`);

@@ -1,4 +1,4 @@
-// DESIGN §7: an answer that reached the client is in the ledger exactly once, across SIGKILL and database outages.
+// docs/contract.md, durability: an answer that reached the client is in the ledger exactly once, across SIGKILL and database outages.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

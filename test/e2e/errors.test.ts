@@ -1,4 +1,4 @@
-// Every error the gateway raises on the chat path, in each family's shape (DESIGN §8), none a 500, none leaking a secret.
+// Every error the gateway raises on the chat path, in each family's shape (docs/contract.md, errors), none a 500, none leaking a secret.
 import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -176,7 +176,20 @@ describe('usage report parameters', () => {
     expect(r.status).toBe(status);
     expect(r.type).toContain('application/problem+json');
     expect(r.body).toMatchObject({ status, type: expect.stringMatching(/^https:\/\//), title: expect.any(String), detail: expect.any(String) });
-    expect(r.body.errors.map((e: { name: string }) => e.name)).toEqual(names);
+    expect(r.body.errors.map((e: { location: string }) => e.location)).toEqual(names.map((n) => `query.${n}`));
+    for (const e of r.body.errors) expect(Object.keys(e).sort()).toEqual(['location', 'message', 'value']);
+  });
+
+  it('names the location, the message and the value sent', async () => {
+    const r = await report('?from=yesterday&to=2026-01-02');
+    expect(r.body.errors).toEqual([{ location: 'query.from', message: 'must be an RFC 3339 timestamp (2026-01-31T00:00:00Z) or a date (2026-01-31)', value: 'yesterday' }]);
+  });
+
+  it('the report names its schema and the key\'s project', async () => {
+    const r = await report('?from=2026-01-01&to=2026-01-02');
+    expect(r.body.$schema).toBe('https://tollgate.dev/schemas/usage-report.json');
+    expect(r.body.project_id).toBe('web');
+    expect(Object.keys(r.body).sort()).toEqual(['$schema', 'by_model', 'from', 'project_id', 'to', 'totals']);
   });
 
   it('accepts a range of exactly 366 days and RFC 3339 offsets', async () => {

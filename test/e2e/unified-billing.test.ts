@@ -1,4 +1,4 @@
-// DESIGN §5-§6 on the unified chat entry: the meter reads the upstream protocol's own usage, so one answer bills the same
+// docs/contract.md: usage, pricing on the unified chat entry: the meter reads the upstream protocol's own usage, so one answer bills the same
 // through pass-through or conversion, streamed or not; cache reads and writes count into prompt_tokens as OpenAI counts them.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -100,7 +100,7 @@ describe('an anthropic upstream', () => {
 });
 
 describe('a gemini upstream', () => {
-  it('is billed by the text rule from usageMetadata, streamed or not (DESIGN §6)', async () => {
+  it('is billed by the text rule from usageMetadata, streamed or not (docs/contract.md, pricing)', async () => {
     const body = { model: 'gemini-2.5-flash', reasoning_effort: 'low', messages: [{ role: 'user', content: 'Why is the sky blue?' }] };
     const plain = await v0.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming).withResponse();
     const r = await row(plain.response.headers.get('x-tollgate-request-id')!);

@@ -124,7 +124,7 @@ describe('helm template with the default values', () => {
     const d = find(objects, 'Deployment', '-gateway')!;
     expect(d.spec!.replicas).toBe(3);
     const c = podSpec(d).containers[0];
-    expect(c.command).toEqual(['node', 'gateway/cli.ts', 'start', '--host', '0.0.0.0']);
+    expect(c.command).toEqual(['node', 'gateway/cli.ts', 'start', '--host', '0.0.0.0', '--admin-host', '0.0.0.0']);
     const env = envOf(c);
     expect(env.TOLLGATE_MODE).toBe('kubernetes');
     expect(env.TOLLGATE_SNAPSHOT_SELECTOR).toBe('tollgate.dev/snapshot');

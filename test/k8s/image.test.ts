@@ -80,6 +80,8 @@ describe('Dockerfile', () => {
   it('starts the gateway the way the chart does: node gateway/cli.ts start', () => {
     const cmd = JSON.parse(runtime.body.find((i) => i.op === 'CMD')!.args) as string[];
     expect(cmd.slice(0, 3)).toEqual(['node', 'gateway/cli.ts', 'start']);
+    // A container is reached from outside: both servers listen on all addresses there (standalone: loopback).
+    expect(cmd.slice(3)).toEqual(['--host', '0.0.0.0', '--admin-host', '0.0.0.0']);
     const chart = parseAllDocuments(readFileSync('charts/tollgate/templates/gateway-deployment.yaml', 'utf8').replace(/\{\{[^}]*\}\}/g, 'x'));
     expect(JSON.stringify(chart.map((d) => d.toJS()))).toContain(JSON.stringify(cmd));
   });

@@ -1,5 +1,5 @@
-// Fresh, isolated databases for tests: every backend this machine has (PGlite always, Postgres
-// when DATABASE_URL is set), so one suite proves the same SQL on both.
+// Fresh, isolated databases for tests: every backend this machine has (PGlite always, Postgres when DATABASE_URL is
+// set: by the environment, or by the global setup from a testcontainers container), so one suite proves the same SQL on both.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -70,6 +70,8 @@ export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<
       { id: 'ark/seedream-4', alias: 'seedream-4', pricingGroup: 'image-tokens', protocols: { images: [{ provider: 'fake-ark', model: 'doubao-seedream-4-0-250828' }] }, capabilities: { imageSizes: ['1K', '2K', '2048x2048'] } },
       // the unified chat entry (v0, paas/v4): a gemini-only text model, and one that has openai beside anthropic (openai wins).
       { id: 'google/gemini-2.5-flash', alias: 'gemini-2.5-flash', public: true, pricingGroup: 'mini', protocols: { gemini: [{ provider: 'fake-gemini', model: 'gemini-2.5-flash' }] } },
+      // embeddings: one model declaring the embeddings protocol (chat models with openai serve them too).
+      { id: 'openai/text-embedding-3-small', alias: 'text-embedding-3-small', public: true, pricingGroup: 'mini', protocols: { embeddings: [{ provider: 'fake-openai', model: 'text-embedding-3-small' }] } },
       { id: 'mixed/claude-or-gpt', pricingGroup: 'mini', protocols: { anthropic: [{ provider: 'fake-openai', model: 'claude-x' }], openai: [{ provider: 'fake-openai', model: 'gpt-4o-mini-2024-07-18' }] } },
     ],
     organizations: [

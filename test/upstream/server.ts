@@ -15,6 +15,7 @@ import { anthropicCountTokensPlan, anthropicPlan } from './anthropic.ts';
 import { geminiPlan } from './gemini.ts';
 import { responsesPlan } from './responses.ts';
 import { arkImagesPlan, imageEditsPlan, imageGenerationsPlan } from './images.ts';
+import { embeddingsPlan } from './embeddings.ts';
 
 export type { Scenario } from './common.ts';
 export { SCENARIOS, IMAGE_TOKENS, TINY_PNG, TINY_PNG_B64, tokensOf } from './common.ts';
@@ -60,6 +61,8 @@ export interface ScriptedResponse {
   abort?: boolean;
   /** Send the headers and then never anything else (until the client or close() ends it). */
   stall?: boolean;
+  /** The body made from the request's headers (e.g. an error quoting the credential it was sent, as OpenAI's 401 does). */
+  bodyFromHeaders?: (headers: IncomingHttpHeaders) => unknown;
 }
 
 export interface FakeUpstreamOptions {
@@ -104,6 +107,7 @@ function route(method: string, path: string): PlanFn | undefined {
   if (path === '/api/v3/images/generations') return arkImagesPlan;
   if (path.endsWith('/images/generations')) return imageGenerationsPlan;
   if (path.endsWith('/images/edits')) return imageEditsPlan;
+  if (path.endsWith('/embeddings')) return embeddingsPlan;
   return undefined;
 }
 
@@ -159,7 +163,8 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     return scripts.splice(i, 1)[0];
   }
 
-  async function sendScripted(res: ServerResponse, s: ScriptedResponse, n: number): Promise<void> {
+  async function sendScripted(res: ServerResponse, s: ScriptedResponse, n: number, reqHeaders: IncomingHttpHeaders): Promise<void> {
+    if (s.bodyFromHeaders) s = { ...s, body: s.bodyFromHeaders(reqHeaders) };
     if (s.delayMs) await sleep(s.delayMs);
     if (res.destroyed) return;
     const headers: Record<string, string> = {
@@ -275,7 +280,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     if (record) requests.push({ method, path, query, headers: req.headers, body: raw, json });
 
     const script = takeScript(path);
-    if (script) return sendScripted(res, script, n);
+    if (script) return sendScripted(res, script, n, req.headers);
 
     if (method === 'GET') {
       if (path === '/__fake/health') {

@@ -1,4 +1,4 @@
-// Anthropic error bodies (JSON and `event: error`) -> the chat error shape, the upstream's status kept (DESIGN §8).
+// Anthropic error bodies (JSON and `event: error`) -> the chat error shape, the upstream's status kept (docs/contract.md, errors).
 import type { ChatErrorBody } from '../chat-completion.ts';
 import { chatError } from '../chat-completion.ts';
 import { nonJsonError } from '../upstream-error.ts';

@@ -6,11 +6,18 @@ import { messagesRequestToChat } from './request.ts';
 import { chatResponseToMessages } from './response.ts';
 import type { ChatToMessagesContext } from './response.ts';
 import { ChatToMessagesStream } from './stream.ts';
+import { estimateChatPromptTokens } from '../prompt-estimate.ts';
 
 /** Converts the request at once (a request chat cannot take is a 400 before any upstream call). */
 export function messagesOverOpenai(body: Record<string, unknown>, opts: { drop: readonly string[]; requestId: string; clientModel: string }): Conversion {
   const chat = messagesRequestToChat(body, { drop: opts.drop });
-  const c: ChatToMessagesContext = { stopSequences: stopSequences(body), fallbackId: opts.requestId.replaceAll('-', ''), fallbackModel: opts.clientModel };
+  const c: ChatToMessagesContext = {
+    stopSequences: stopSequences(body),
+    fallbackId: opts.requestId.replaceAll('-', ''),
+    fallbackModel: opts.clientModel,
+    // message_start needs input tokens before a chat upstream reports them (LangChain reads them only there).
+    estimateInputTokens: () => estimateChatPromptTokens(chat, String(chat.model)),
+  };
   return {
     body: (upstreamModel) => ((chat.model = upstreamModel), JSON.stringify(chat)),
     converter: {

@@ -1,4 +1,4 @@
-// Anthropic messages request -> OpenAI chat request, for models that speak only `openai` (DESIGN §3; reference §8.4).
+// Anthropic messages request -> OpenAI chat request, for models that speak only `openai` (docs/contract.md, endpoints; reference §8.4).
 // Pure: throws GatewayError('invalid_request') for what cannot be converted, never touches I/O.
 import { GatewayError } from '../../errors.ts';
 import { asObject } from '../../json-guards.ts';

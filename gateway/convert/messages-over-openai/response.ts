@@ -12,6 +12,8 @@ export interface ChatToMessagesContext {
   fallbackId: string;
   /** Used when the upstream gives no model. */
   fallbackModel: string;
+  /** Streams: the prompt's input tokens before the upstream reports them, for message_start (an estimate). */
+  estimateInputTokens?: () => number;
 }
 
 export interface MessagesUsage {

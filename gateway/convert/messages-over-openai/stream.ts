@@ -70,7 +70,8 @@ export class ChatToMessagesStream implements StreamConverter {
   private start(chunk: Obj): string {
     this.started = true;
     const model = typeof chunk.model === 'string' && chunk.model !== '' ? chunk.model : this.ctx.fallbackModel;
-    // Chat reports usage only at the end: message_start carries zeros, message_delta the whole figures.
+    // Chat reports usage only at the end: message_start carries an offline estimate of the prompt (clients that read
+    // input tokens only there see a real figure), message_delta the upstream's exact figures, which are what is billed.
     return frame('message_start', {
       type: 'message_start',
       message: {
@@ -81,7 +82,7 @@ export class ChatToMessagesStream implements StreamConverter {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+        usage: { input_tokens: this.ctx.estimateInputTokens?.() ?? 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
       },
     });
   }

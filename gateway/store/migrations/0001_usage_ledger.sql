@@ -17,7 +17,7 @@ CREATE TABLE usage_events (
   cache_write         bigint NOT NULL,
   reasoning           bigint NOT NULL,
   artifacts           bigint NOT NULL,
-  -- cache_read when the upstream's caching is explicit, else 0 (DESIGN §5).
+  -- cache_read when the upstream's caching is explicit, else 0 (docs/contract.md, usage).
   cache_explicit_read bigint NOT NULL,
   estimated           boolean NOT NULL,
   cost_points         numeric NOT NULL,
