@@ -3,10 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
-import { GatewayError } from './errors.ts';
 import { createLedger } from './ledger/ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
-import type { LedgerRow } from './ledger/row.ts';
+import { ledgerSink } from './ledger/sink.ts';
 import type { GatewayContext } from './routes/context.ts';
 import { buildServer } from './server.ts';
 import { watchSnapshotFile } from './snapshot/file-source.ts';
@@ -91,18 +90,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const ctx: GatewayContext = {
     holder,
     draining,
-    relay: {
-      upstream,
-      ledger: {
-        record(row: LedgerRow) {
-          try {
-            ledger.record(row);
-          } catch (err) {
-            throw new GatewayError('ledger_unavailable', `Usage could not be recorded (${(err as Error).message}); the answer is withheld.`);
-          }
-        },
-      },
-    },
+    relay: { upstream, ledger: ledgerSink(ledger) },
     ledger,
     databaseReachable: async () => {
       try {

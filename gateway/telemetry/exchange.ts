@@ -25,10 +25,6 @@ export interface ExchangeCall {
   protocol: Protocol;
 }
 
-export interface LedgerSinkLike {
-  record(row: LedgerRow): void;
-}
-
 /** The relay's view; NOOP_EXCHANGE answers when telemetry is off. */
 export interface Exchange {
   admitted(key: RuntimeKey): void;
@@ -44,8 +40,11 @@ export interface Exchange {
   firstByte(): void;
   /** Wraps a stream meter to read response facts beside it when the span records; else returns it as is. */
   meter(m: StreamMeter): StreamMeter;
-  /** Journals the row (a span around the append when tracing) and keeps it for metrics and the access log. */
-  record(sink: LedgerSinkLike, row: LedgerRow): void;
+  /**
+   * The row is in the journal (the relay appended it, starting at `appendStart`, a performance.now()): kept for
+   * metrics and the access log, and a span for the append when tracing.
+   */
+  billed(row: LedgerRow, appendStart: number): void;
   setOverheadHeader(reply: FastifyReply): void;
   /** The relay returned: a response closed before it (client gone) is finished now, with the row it recorded. */
   relayEnd(): void;
@@ -176,26 +175,14 @@ export class LiveExchange implements Exchange {
     return (this.facts = new StreamFacts(m, this.client));
   }
 
-  record(sink: LedgerSinkLike, row: LedgerRow): void {
-    if (!this.span) {
-      sink.record(row);
-      this.row = row;
-      // Billed after the response closed (the client left before the upstream was called): still counted.
-      if (this.finished && this.call) this.countRow(this.call, row);
-      return;
-    }
-    const s = this.t.tracer!.startSpan('ledger journal append', { kind: SpanKind.INTERNAL }, trace.setSpan(ROOT_CONTEXT, this.span));
-    try {
-      sink.record(row);
-    } catch (err) {
-      s.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-      s.end();
-      throw err;
-    }
+  billed(row: LedgerRow, appendStart: number): void {
+    this.row = row;
+    // Billed after the response closed (the client left before the upstream was called): still counted.
+    if (this.finished && this.call) this.countRow(this.call, row);
+    if (!this.span) return;
+    const s = this.t.tracer!.startSpan('ledger journal append', { kind: SpanKind.INTERNAL, startTime: appendStart }, trace.setSpan(ROOT_CONTEXT, this.span));
     if (s.isRecording()) s.setAttributes({ [A.requestId]: row.requestId, 'tollgate.ledger.sink': 'journal' });
     s.end();
-    this.row = row;
-    if (this.finished && this.call) this.countRow(this.call, row);
     const c = this.client;
     if (c?.isRecording()) {
       c.setAttributes({
@@ -392,7 +379,7 @@ export const NOOP_EXCHANGE: Exchange = {
   upstreamDone() {},
   firstByte() {},
   meter: (m) => m,
-  record: (sink, row) => sink.record(row),
+  billed() {},
   setOverheadHeader() {},
   relayEnd() {},
   traced: (_name, fn) => fn(),

@@ -9,6 +9,7 @@ import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { SnapshotHolder } from '../snapshot/holder.ts';
 import type { TelemetryConfig } from './config.ts';
 import { telemetryConfig } from './config.ts';
@@ -29,10 +30,6 @@ export interface TelemetryOptions {
   serviceName?: string;
   /** OTLP exporters, made by createTelemetry() when the environment asks for them. */
   otlp?: { spans?: SpanExporter; metrics?: PushMetricExporter };
-}
-
-export interface LedgerGauges {
-  health(): { ready: boolean; journalBytes: number; pendingRows: number };
 }
 
 export class Telemetry {
@@ -76,7 +73,7 @@ export class Telemetry {
   }
 
   /** Ledger queue depth and journal size, read when metrics are collected (no cost per request). */
-  observeLedger(ledger: LedgerGauges): void {
+  observeLedger(ledger: Pick<Ledger, 'health'>): void {
     const depth = this.meter.createObservableGauge('tollgate.ledger.queue_depth', { description: 'Ledger rows journaled and not yet committed to the database.', unit: '{row}' });
     const size = this.meter.createObservableGauge('tollgate.ledger.journal.size', { description: 'Bytes of journal segments on disk waiting for the database.', unit: 'By' });
     const ready = this.meter.createObservableGauge('tollgate.ledger.ready', { description: '1 when the ledger takes rows, 0 when the journal is full or closed.' });
