@@ -361,7 +361,8 @@ function assertHarnessRan(r: BenchResults): string[] {
   if (r.concurrent.length === 0) problems.push('no concurrent-stream run');
   if (!r.startup?.some((x) => x.target === 'tollgate-pglite' && x.readyMs > 0 && x.firstRequestRss)) problems.push('no start-up figures for tollgate-pglite');
   const pgJson = r.json.find((j) => j.target === 'tollgate-postgres');
-  if (pgJson && !(pgJson.saturation.dbCpuPerRequest! > 0)) problems.push('tollgate-postgres: no database backend CPU measured');
+  // (A short smoke window may see no whole clock tick of backend CPU: measured, even if zero, is what counts.)
+  if (pgJson && pgJson.saturation.dbCpuPerRequest === undefined) problems.push('tollgate-postgres: no database backend CPU measured');
   if (r.ledger.length === 0 || r.ledger.some((l) => l.stored !== 2 * l.rows)) problems.push(`ledger: ${JSON.stringify(r.ledger.map((l) => [l.backend, l.stored, l.rows]))}`);
   if (r.machine.postgres && (!r.report || r.report.latency.projectRows === 0 || r.report.latency.project.count === 0)) problems.push('usage report did not run over the seeded rows');
   if (r.imageEdit && r.imageEdit.code !== 0) problems.push(`image edit memory exited ${r.imageEdit.code}`);

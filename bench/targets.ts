@@ -129,7 +129,8 @@ export async function startTollgate(opts: TollgateOptions): Promise<RunningTollg
     env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: opts.databaseUrl ?? '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, ...opts.env },
     readyUrl: `${url}/healthz`,
     url,
-    timeoutMs: 60_000,
+    // Generous: a first PGlite boot on a busy shared machine takes minutes (its start time is reported, not bounded here).
+    timeoutMs: 300_000,
   });
   const bearer = keys[0].key;
   return {

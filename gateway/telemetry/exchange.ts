@@ -10,7 +10,7 @@ import type { LedgerRow } from '../ledger/row.ts';
 import type { StreamMeter } from '../meter/stream-meter.ts';
 import type { RuntimeKey, RuntimeModel, RuntimeProvider, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
-import { accessLine } from './access-log.ts';
+import { writeAccessLine } from './access-log.ts';
 import { A, operationOf, providerNameOf, requestParams, responseFacts, StreamFacts } from './genai.ts';
 import { parsedBodyOf } from './request-bodies.ts';
 import type { Telemetry } from './telemetry.ts';
@@ -272,15 +272,16 @@ export class LiveExchange implements Exchange {
     m.requests.add(1, `${endpoint}\u0000${status}`, () => ({ [A.endpoint]: endpoint, [A.statusCode]: status }));
     let ttftMs: number | undefined;
     if (call) {
-      const attrs: Attributes = {
-        [A.operation]: operationOf(call.protocol),
-        [A.provider]: providerNameOf(call.protocol),
-        [A.requestModel]: call.model.id,
-        [A.statusCode]: status,
-      };
-      if (status >= 400 && this.errorType) attrs[A.errorType] = this.errorType;
+      const sets = this.t.attributeSets;
+      const errorType = status >= 400 ? this.errorType : undefined;
+      const modelId = call.model.id;
+      const attrs = sets.get(`d\u0000${call.protocol}\u0000${modelId}\u0000${status}\u0000${errorType ?? ''}`, () => {
+        const a: Attributes = { [A.operation]: operationOf(call.protocol), [A.provider]: providerNameOf(call.protocol), [A.requestModel]: modelId, [A.statusCode]: status };
+        if (errorType) a[A.errorType] = errorType;
+        return a;
+      });
       m.requestDuration.record(totalMs / 1000, attrs);
-      m.overhead.record(overheadMs / 1000, { [A.endpoint]: endpoint });
+      m.overhead.record(overheadMs / 1000, sets.get(`o\u0000${endpoint}`, () => ({ [A.endpoint]: endpoint })));
       if (call.stream && this.firstByteAt > 0) {
         ttftMs = this.firstByteAt - this.start;
         m.timeToFirstToken.record(ttftMs / 1000, attrs);
@@ -293,7 +294,7 @@ export class LiveExchange implements Exchange {
     const route = this.req.routeOptions.url;
     const level = route !== undefined && HEALTH_ROUTES.has(route) ? 'debug' : status >= 500 ? 'error' : 'info';
     if (log?.isLevelEnabled(level)) {
-      const line = accessLine({
+      writeAccessLine(log, level, {
         requestId: this.req.id,
         traceId: this.traceId(),
         method: this.req.method,
@@ -311,18 +312,18 @@ export class LiveExchange implements Exchange {
         errorType: this.errorType,
         row,
       });
-      log[level](line, 'request');
     }
   }
 
   private countRow(call: ExchangeCall, row: LedgerRow): void {
     const m = this.t.instruments;
-    const op = operationOf(call.protocol);
-    const provider = providerNameOf(call.protocol);
-    m.tokenUsage.record(row.input + row.cacheRead + row.cacheWrite, { [A.operation]: op, [A.provider]: provider, [A.requestModel]: call.model.id, [A.tokenType]: 'input' });
-    m.tokenUsage.record(row.output, { [A.operation]: op, [A.provider]: provider, [A.requestModel]: call.model.id, [A.tokenType]: 'output' });
-    // A float sum for dashboards; the exact decimal stays in the ledger.
+    const sets = this.t.attributeSets;
     const modelId = call.model.id;
+    const tokens = (type: 'input' | 'output') =>
+      sets.get(`t\u0000${call.protocol}\u0000${modelId}\u0000${type}`, () => ({ [A.operation]: operationOf(call.protocol), [A.provider]: providerNameOf(call.protocol), [A.requestModel]: modelId, [A.tokenType]: type }));
+    m.tokenUsage.record(row.input + row.cacheRead + row.cacheWrite, tokens('input'));
+    m.tokenUsage.record(row.output, tokens('output'));
+    // A float sum for dashboards; the exact decimal stays in the ledger.
     m.costPoints.add(Number(row.costPoints), `${row.organization}\u0000${modelId}`, () => ({ [A.organization]: row.organization, [A.requestModel]: modelId }));
   }
 

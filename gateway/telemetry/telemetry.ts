@@ -11,10 +11,13 @@ import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, TracerPro
 import type { Logger } from 'pino';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { SnapshotHolder } from '../snapshot/holder.ts';
+import { AttributeSets } from './attribute-sets.ts';
 import type { TelemetryConfig } from './config.ts';
 import { telemetryConfig } from './config.ts';
 import type { GatewayInstruments } from './instruments.ts';
 import { createInstruments } from './instruments.ts';
+import { observeProcess } from './process-metrics.ts';
+import type { ProcessMetrics } from './process-metrics.ts';
 import { samplerFromConfig } from './sampler.ts';
 
 export const SCOPE = 'tollgate';
@@ -42,7 +45,10 @@ export class Telemetry {
   readonly propagator = new W3CTraceContextPropagator();
   readonly prometheus: PrometheusExporter;
   readonly log: Logger | undefined;
+  /** Metric attribute sets per (route, model, provider, status), built once. */
+  readonly attributeSets = new AttributeSets();
   private readonly meterProvider: MeterProvider;
+  private readonly processMetrics: ProcessMetrics;
   private readonly tracerProvider: TracerProvider | undefined;
 
   constructor(opts: TelemetryOptions = {}) {
@@ -59,6 +65,7 @@ export class Telemetry {
     this.meterProvider = new MeterProvider({ resource, readers });
     this.meter = this.meterProvider.getMeter(SCOPE);
     this.instruments = createInstruments(this.meter);
+    this.processMetrics = observeProcess(this.meter);
 
     const processors: SpanProcessor[] = [];
     if (this.enabled) {
@@ -118,6 +125,7 @@ export class Telemetry {
   }
 
   async shutdown(): Promise<void> {
+    this.processMetrics.stop();
     await Promise.allSettled([this.tracerProvider?.shutdown(), this.meterProvider.shutdown(), this.flushLog()]);
   }
 
