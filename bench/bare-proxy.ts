@@ -1,10 +1,13 @@
 // The floor for Node: fastify + one undici Agent that only forwards (no auth, no parsing, no metering).
-//   node bench/bare-proxy.ts --port N --upstream http://127.0.0.1:M
+//   node bench/bare-proxy.ts --port N --upstream http://127.0.0.1:M [--buffered]
+// Streamed (default) pipes the upstream body back; --buffered reads a JSON answer whole and sends one Buffer, which
+// is cheaper per request (SSE answers are streamed either way). The bench takes the better of the two as the floor.
 import { parseArgs } from 'node:util';
 import Fastify from 'fastify';
 import { Agent } from 'undici';
 
-const { values } = parseArgs({ options: { port: { type: 'string' }, upstream: { type: 'string' } } });
+const { values } = parseArgs({ options: { port: { type: 'string' }, upstream: { type: 'string' }, buffered: { type: 'boolean', default: false } } });
+const buffered = values.buffered;
 const origin = new URL(values.upstream ?? 'http://127.0.0.1:8081').origin;
 // Same upstream settings as the gateway's client, except no cap below the fd limit: every stream holds a socket.
 const agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 30_000, allowH2: false, connect: { timeout: 30_000 }, headersTimeout: 120_000, bodyTimeout: 120_000 });
@@ -21,7 +24,9 @@ app.post('/*', async (req, reply) => {
     headers: { 'content-type': req.headers['content-type'] ?? 'application/json', authorization: req.headers.authorization ?? '' },
     body: req.body as Buffer,
   });
-  reply.code(res.statusCode).header('content-type', res.headers['content-type'] ?? 'application/json');
+  const type = String(res.headers['content-type'] ?? 'application/json');
+  reply.code(res.statusCode).header('content-type', type);
+  if (buffered && !type.includes('text/event-stream')) return reply.send(Buffer.from(await res.body.arrayBuffer()));
   return reply.send(res.body);
 });
 

@@ -1,5 +1,6 @@
-// CPU time per non-streaming chat request of bare, tollgate on Postgres and tollgate on PGlite, in one run: the
-// same fixed request count through each (closed loop, fixed concurrency), CPU read from /proc before and after.
+// CPU time per non-streaming chat request of the bare floors (streamed and buffered), tollgate on Postgres (with its
+// database backends' CPU) and tollgate on PGlite, at their defaults, in one run: the same fixed request count through
+// each (closed loop, fixed concurrency), CPU read from /proc before and after. Ratios are against the best floor.
 // Rounds interleave the targets so a noisy neighbour on the shared cores hits all of them alike.
 //   node bench/cpu-per-request.ts [--requests 20000] [--concurrency 32] [--rounds 3] [--profile DIR] [--baseline DIR]
 // --profile DIR: the tollgate processes run with --cpu-prof into DIR (written when they stop).
@@ -11,7 +12,7 @@
 import { mkdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './databases.ts';
+import { backendCpuSpent, createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
 import { chatBody, paced } from './load.ts';
 import type { Target } from './load.ts';
@@ -44,6 +45,7 @@ async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerR
   const headers = { 'content-type': 'application/json', ...t.headers };
   let sent = 0;
   let failed = 0;
+  const db0 = await t.backendCpu?.();
   const cpu0 = cpuSeconds(t.pid);
   const t0 = performance.now();
   await Promise.all(
@@ -57,7 +59,8 @@ async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerR
     }),
   );
   const seconds = (performance.now() - t0) / 1000;
-  const cpu = cpuSeconds(t.pid) - cpu0;
+  const db1 = await t.backendCpu?.();
+  const cpu = cpuSeconds(t.pid) - cpu0 + (db0 && db1 ? backendCpuSpent(db0, db1) : 0);
   await pool.close();
   if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
   return { cpuPerRequest: cpu / n, seconds };
@@ -70,18 +73,19 @@ let baseDb: BenchDatabase | undefined;
 try {
   const nodeArgs = values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
   if (values.profile) mkdirSync(values.profile, { recursive: true });
-  const wanted = new Set((values.only ?? 'bare,tollgate-postgres,tollgate-pglite').split(','));
+  const wanted = new Set((values.only ?? 'bare,bare-buffered,tollgate-postgres,tollgate-pglite').split(','));
   if (wanted.has('bare')) running.push(await startBare(up.target.origin));
+  if (wanted.has('bare-buffered')) running.push(await startBare(up.target.origin, { buffered: true }));
   if (wanted.has('tollgate-postgres')) {
     if (!(await postgresReachable(DEFAULT_POSTGRES_URL))) throw new Error('Postgres is not reachable at ' + DEFAULT_POSTGRES_URL);
     db = await createBenchDatabase(DEFAULT_POSTGRES_URL, 'cpu');
-    running.push(await startTollgate({ name: 'tollgate-postgres', upstreamUrl: up.target.origin, databaseUrl: db.url, nodeArgs }));
+    running.push(await startTollgate({ name: 'tollgate-postgres', upstreamUrl: up.target.origin, databaseUrl: db.url, backendCpu: db.backendCpu, nodeArgs }));
   }
   if (wanted.has('tollgate-pglite')) running.push(await startTollgate({ name: 'tollgate-pglite', upstreamUrl: up.target.origin, nodeArgs }));
   if (values.baseline) {
     if (wanted.has('tollgate-postgres')) {
       baseDb = await createBenchDatabase(DEFAULT_POSTGRES_URL, 'cpubase');
-      running.push(await startTollgate({ name: 'tollgate-postgres-baseline', upstreamUrl: up.target.origin, databaseUrl: baseDb.url, root: values.baseline }));
+      running.push(await startTollgate({ name: 'tollgate-postgres-baseline', upstreamUrl: up.target.origin, databaseUrl: baseDb.url, backendCpu: baseDb.backendCpu, root: values.baseline }));
     }
     if (wanted.has('tollgate-pglite')) running.push(await startTollgate({ name: 'tollgate-pglite-baseline', upstreamUrl: up.target.origin, root: values.baseline }));
   }
@@ -101,10 +105,10 @@ try {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   // Contention from other work on the machine only ever adds CPU: the best round is the least noisy figure.
   const min = (xs: number[]) => Math.min(...xs);
-  const bare = per.get('bare');
-  console.log(`requests ${requests} × ${rounds} rounds, concurrency ${concurrency}`);
+  const floors = ['bare', 'bare-buffered'].map((n) => per.get(n)).filter((x) => x !== undefined);
+  console.log(`requests ${requests} × ${rounds} rounds, concurrency ${concurrency}; Postgres targets include their database backends' CPU`);
   for (const [name, xs] of per) {
-    const ratio = (f: (v: number[]) => number) => (bare ? `  ${(f(xs) / f(bare)).toFixed(2)}× bare` : '');
+    const ratio = (f: (v: number[]) => number) => (floors.length ? `  ${(f(xs) / Math.min(...floors.map(f))).toFixed(2)}× best floor` : '');
     console.log(
       `${name.padEnd(27)} median ${(median(xs) * 1e6).toFixed(1).padStart(6)} µs/req${ratio(median)}   mean ${(mean(xs) * 1e6).toFixed(1).padStart(6)} µs/req${ratio(mean)}   best ${(min(xs) * 1e6).toFixed(1).padStart(6)} µs/req${ratio(min)}   (rounds: ${xs.map((x) => (x * 1e6).toFixed(0)).join(', ')})`,
     );

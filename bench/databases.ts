@@ -1,12 +1,29 @@
 // A fresh Postgres database per benchmark run, dropped afterwards; the run never touches other databases' data.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { cpuSeconds } from './proc.ts';
 
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 export interface BenchDatabase {
   url: string;
+  /** CPU seconds so far of each Postgres backend process connected to this database (from /proc). */
+  backendCpu(): Promise<BackendCpu>;
   drop(): Promise<void>;
+}
+
+/** pid → CPU seconds of the Postgres server processes serving one database's connections. */
+export type BackendCpu = Map<number, number>;
+
+/**
+ * CPU the database's backends spent between two readings. A backend that connected in between counts whole (it
+ * did all its work in the window); one that disconnected in between is lost (its /proc entry is gone), so the
+ * figure is a lower bound; the gateway's pool keeps its connections open under load.
+ */
+export function backendCpuSpent(before: BackendCpu, after: BackendCpu): number {
+  let s = 0;
+  for (const [pid, cpu] of after) s += cpu - (before.get(pid) ?? 0);
+  return s;
 }
 
 function withDatabase(url: string, name: string): string {
@@ -39,6 +56,24 @@ export async function createBenchDatabase(adminUrl: string, label: string): Prom
   }
   return {
     url: withDatabase(adminUrl, name),
+    async backendCpu() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      try {
+        const { rows } = await c.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'", [name]);
+        const out: BackendCpu = new Map();
+        for (const { pid } of rows) {
+          try {
+            out.set(pid, cpuSeconds(pid));
+          } catch {
+            // disconnected since the query
+          }
+        }
+        return out;
+      } finally {
+        await c.end();
+      }
+    },
     async drop() {
       const c = new pg.Client({ connectionString: adminUrl });
       await c.connect();

@@ -3,6 +3,8 @@
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
+import { backendCpuSpent } from './databases.ts';
+import type { BackendCpu } from './databases.ts';
 import { ProcWindow } from './proc.ts';
 import { Samples } from './stats.ts';
 import type { LatencySummary } from './stats.ts';
@@ -18,6 +20,8 @@ export interface Target {
   /** Anthropic messages path, when the target serves it. */
   messagesPath?: string;
   messagesHeaders?: Record<string, string>;
+  /** Postgres targets: the database backends' CPU (see bench/databases.ts), counted with the target's own. */
+  backendCpu?: () => Promise<BackendCpu>;
 }
 
 export interface RunResult {
@@ -29,6 +33,8 @@ export interface RunResult {
   latency: LatencySummary;
   /** CPU seconds of the target process per successful request. */
   cpuPerRequest: number;
+  /** Postgres targets: CPU seconds per request of the database backends serving the target, same interval. */
+  dbCpuPerRequest?: number;
   /** Target process peak RSS during the run, bytes. */
   peakRss: number;
   /** CPU seconds per request of the upstream process, to show it is not the bottleneck. */
@@ -75,17 +81,21 @@ export function chatStreamEvents(words: number): number {
 
 interface Measured {
   cpuPerRequest: number;
+  dbCpuPerRequest?: number;
   peakRss: number;
   upstreamCpuPerRequest?: number;
 }
 
 async function measured<T extends { ok: number }>(t: Target, upstreamPid: number | undefined, fn: () => Promise<T>): Promise<T & Measured> {
+  const db0 = await t.backendCpu?.();
   const w = new ProcWindow(t.pid);
   const uw = upstreamPid !== undefined && upstreamPid !== t.pid ? new ProcWindow(upstreamPid) : undefined;
   const r = await fn();
   const m = w.end();
   const um = uw?.end();
-  return { ...r, cpuPerRequest: m.cpuSeconds / Math.max(1, r.ok), peakRss: m.peakRss, upstreamCpuPerRequest: um ? um.cpuSeconds / Math.max(1, r.ok) : undefined };
+  const db1 = await t.backendCpu?.();
+  const n = Math.max(1, r.ok);
+  return { ...r, cpuPerRequest: m.cpuSeconds / n, dbCpuPerRequest: db0 && db1 ? backendCpuSpent(db0, db1) / n : undefined, peakRss: m.peakRss, upstreamCpuPerRequest: um ? um.cpuSeconds / n : undefined };
 }
 
 /** Closed loop at saturation: `connections` clients sending back to back for `seconds`. */
@@ -123,7 +133,7 @@ export async function saturate(t: Target, body: string, opts: { connections: num
     const seconds = (performance.now() - t0) / 1000;
     return { ok, failed, seconds, latency: samples.summary() };
   });
-  return { target: t.name, ok: r.ok, failed: r.failed, seconds: r.seconds, rps: r.ok / r.seconds, latency: r.latency, cpuPerRequest: r.cpuPerRequest, peakRss: r.peakRss, upstreamCpuPerRequest: r.upstreamCpuPerRequest };
+  return { target: t.name, ok: r.ok, failed: r.failed, seconds: r.seconds, rps: r.ok / r.seconds, latency: r.latency, cpuPerRequest: r.cpuPerRequest, dbCpuPerRequest: r.dbCpuPerRequest, peakRss: r.peakRss, upstreamCpuPerRequest: r.upstreamCpuPerRequest };
 }
 
 /** Open loop at a fixed rate: requests leave on a schedule whatever the answers do; latency from send to last byte. */
@@ -170,7 +180,7 @@ export async function paced(t: Target, body: string, opts: { rate: number; secon
       await Promise.all(inflight);
       return { ok, failed, seconds: (performance.now() - t0) / 1000, latency: samples.summary(), maxLag };
     });
-    return { target: t.name, ok: r.ok, failed: r.failed, seconds: r.seconds, rps: r.ok / r.seconds, latency: r.latency, cpuPerRequest: r.cpuPerRequest, peakRss: r.peakRss, upstreamCpuPerRequest: r.upstreamCpuPerRequest, maxLagMs: r.maxLag };
+    return { target: t.name, ok: r.ok, failed: r.failed, seconds: r.seconds, rps: r.ok / r.seconds, latency: r.latency, cpuPerRequest: r.cpuPerRequest, dbCpuPerRequest: r.dbCpuPerRequest, peakRss: r.peakRss, upstreamCpuPerRequest: r.upstreamCpuPerRequest, maxLagMs: r.maxLag };
   } finally {
     await pool.close();
   }

@@ -13,6 +13,10 @@ export interface ServerProc {
   proc: ChildProcess;
   /** The last lines the process printed (bounded). */
   logs(): string;
+  /** Spawn to first answer of readyUrl, ms. */
+  readyMs: number;
+  /** Peak RSS from spawn until ready (VmHWM read at ready), bytes. */
+  startPeakRss: number;
   stop(): Promise<void>;
 }
 
@@ -31,6 +35,7 @@ export { freePort } from '../test/support/child-gateway.ts';
 
 /** Starts `node <args>` and waits until readyUrl answers. */
 export async function spawnServer(opts: SpawnOptions): Promise<ServerProc> {
+  const started = performance.now();
   const proc = spawn(process.execPath, opts.args, {
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -57,10 +62,15 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerProc> {
       await res.arrayBuffer();
       break;
     } catch {
-      await new Promise((r) => setTimeout(r, 100));
+      // Polled often: start-to-ready is a reported figure.
+      await new Promise((r) => setTimeout(r, 20));
     }
   }
+  const readyMs = performance.now() - started;
+  const startPeakRss = memory(proc.pid!).peakRss;
   return {
+    readyMs,
+    startPeakRss,
     name: opts.name,
     pid: proc.pid!,
     url: opts.url,

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import type { SnapshotInput } from '../gateway/snapshot/schema.ts';
+import type { BackendCpu } from './databases.ts';
 import type { Target } from './load.ts';
 import { freePort, spawnServer } from './proc.ts';
 import type { ServerProc } from './proc.ts';
@@ -46,14 +47,17 @@ export async function startUpstream(): Promise<Running> {
   };
 }
 
-export async function startBare(upstreamUrl: string): Promise<Running> {
+/** The bare pass-through: streamed (`bare`) or buffered (`bare-buffered`); the floor is the better of the two. */
+export async function startBare(upstreamUrl: string, opts: { buffered?: boolean } = {}): Promise<Running> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const proc = await spawnServer({ name: 'bare', args: ['bench/bare-proxy.ts', '--port', String(port), '--upstream', upstreamUrl], env: { NODE_OPTIONS: GATEWAY_NODE_OPTIONS }, readyUrl: `${url}/healthz`, url });
+  const name = opts.buffered ? 'bare-buffered' : 'bare';
+  const args = ['bench/bare-proxy.ts', '--port', String(port), '--upstream', upstreamUrl, ...(opts.buffered ? ['--buffered'] : [])];
+  const proc = await spawnServer({ name, args, env: { NODE_OPTIONS: GATEWAY_NODE_OPTIONS }, readyUrl: `${url}/healthz`, url });
   return {
     proc,
     target: {
-      name: 'bare',
+      name,
       origin: url,
       chatPath: '/v1/chat/completions',
       headers: { authorization: 'Bearer sk-bench-upstream' },
@@ -89,8 +93,12 @@ export function benchConfig(upstreamUrl: string, keys: { key: string; hash: stri
 export interface TollgateOptions {
   name: string;
   upstreamUrl: string;
-  /** Postgres URL; PGlite in a temp data dir when absent. */
+  /** Postgres URL; PGlite in the data dir when absent. */
   databaseUrl?: string;
+  /** The Postgres database's backend CPU, counted with the gateway's (bench/databases.ts). */
+  backendCpu?: () => Promise<BackendCpu>;
+  /** Reuse this data dir (a restart: not a first boot) and leave it in place on close; default a fresh temp dir. */
+  dataDir?: string;
   /** Keys to create besides the default bench key (e.g. for seeded projects). */
   extraKeys?: { organization: string; project: string }[];
   nodeArgs?: string[];
@@ -107,7 +115,7 @@ export interface RunningTollgate extends Running {
 }
 
 export async function startTollgate(opts: TollgateOptions): Promise<RunningTollgate> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
   const wanted = [{ organization: 'bench', project: 'bench' }, ...(opts.extraKeys ?? [])];
   const keys = wanted.map((w) => ({ ...generateApiKey(), ...w }));
   const configPath = join(dataDir, 'tollgate.json');
@@ -117,10 +125,12 @@ export async function startTollgate(opts: TollgateOptions): Promise<RunningTollg
   const proc = await spawnServer({
     name: opts.name,
     args: [...(opts.nodeArgs ?? []), opts.cliPath ?? join(opts.root ?? '.', 'gateway/cli.ts'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
-    env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: opts.databaseUrl ?? '', LOG_LEVEL: 'warn', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, ...opts.env },
+    // As a user runs it: default log level (info, access log on); a tuned row passes its own LOG_LEVEL in `env`.
+    env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: opts.databaseUrl ?? '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, ...opts.env },
     readyUrl: `${url}/healthz`,
     url,
-    timeoutMs: 60_000,
+    // Generous: a first PGlite boot on a busy shared machine takes minutes (its start time is reported, not bounded here).
+    timeoutMs: 300_000,
   });
   const bearer = keys[0].key;
   return {
@@ -135,10 +145,11 @@ export async function startTollgate(opts: TollgateOptions): Promise<RunningTollg
       pid: proc.pid,
       messagesPath: '/api/v1/messages',
       messagesHeaders: { 'x-api-key': bearer, 'anthropic-version': '2023-06-01' },
+      backendCpu: opts.backendCpu,
     },
     async close() {
       await proc.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -27,7 +27,6 @@ const key = { id: 'k1', prefix: 'sk_live_Ab3d', organization: { id: 'acme' }, pr
 const target = { provider: { id: 'openai', baseUrl: 'https://api.openai.com/v1' }, model: 'gpt-4o-mini-2024-07-18', weight: 1 } as unknown as UpstreamTarget;
 const call = { key, model: { id: 'openai/gpt-4o-mini' }, clientModel: 'gpt-4o-mini', endpoint: '/api/v1/chat/completions', stream: true, protocol: 'openai' } as unknown as ExchangeCall;
 const row = { requestId: 'r', organization: 'acme', input: 12, output: 48, cacheRead: 0, cacheWrite: 0, reasoning: 0, artifacts: 0, estimated: false, costPoints: '0.00003042' } as LedgerRow;
-const sink = { record(): void {} };
 
 function oneRequest(t: Telemetry, i: number): void {
   const res = Object.assign(new EventEmitter(), { headersSent: true, statusCode: 200, writableFinished: true }) as unknown as ServerResponse;
@@ -40,7 +39,7 @@ function oneRequest(t: Telemetry, i: number): void {
   x.upstreamAnswered(200);
   // A 20-chunk stream.
   for (let k = 0; k < 20; k++) x.firstByte();
-  x.record(sink, row);
+  x.billed(row, performance.now());
   x.upstreamDone();
   x.relayEnd();
   res.emit('close');

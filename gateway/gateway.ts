@@ -4,10 +4,9 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
-import { GatewayError } from './errors.ts';
 import { createLedger } from './ledger/ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
-import type { LedgerRow } from './ledger/row.ts';
+import { ledgerSink } from './ledger/sink.ts';
 import type { GatewayContext } from './routes/context.ts';
 import type { BodyTimeouts } from './http/framework-errors.ts';
 import { buildServer } from './server.ts';
@@ -124,15 +123,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       credentials: function* () {
         for (const p of holder.current?.providers.values() ?? []) yield p.credential;
       },
-      ledger: {
-        record(row: LedgerRow) {
-          try {
-            ledger.record(row);
-          } catch (err) {
-            throw new GatewayError('ledger_unavailable', `Usage could not be recorded (${(err as Error).message}); the answer is withheld.`);
-          }
-        },
-      },
+      ledger: ledgerSink(ledger),
     },
     ledger,
     databaseReachable: async () => {

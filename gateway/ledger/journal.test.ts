@@ -1,6 +1,6 @@
 // The journal's own mechanics, with the database replaced by a commit function under test control.
 // (ledger.test.ts runs the same journal against real databases.)
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -43,16 +43,68 @@ async function openJournal(o: Partial<JournalOptions> = {}) {
   return { dir, journal, committed, files };
 }
 
+/** A commit that waits until open() (rows pile up in sealed segments meanwhile). */
+function held() {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  const committed: LedgerRow[][] = [];
+  return {
+    committed,
+    open,
+    commit: async (rows: LedgerRow[]) => {
+      await gate;
+      committed.push(rows);
+      return [];
+    },
+  };
+}
+
 describe('journal', () => {
-  it('has the row on disk, as one JSON line, when record() returns', async () => {
+  it('has the row on disk, as one JSON line, when record() resolves', async () => {
     const { dir, journal, files } = await openJournal();
     const row = ledgerRow({ detail: { text: 'line\nbreak', emoji: '💸' } });
-    journal.record(row);
+    await journal.record(row);
     const text = readFileSync(join(dir, files()[0]), 'utf8');
     expect(text.endsWith('\n')).toBe(true);
     expect(text.split('\n')).toHaveLength(2);
     expect(JSON.parse(text)).toEqual(row);
     expect(journal.health()).toEqual({ ready: true, journalBytes: Buffer.byteLength(text), pendingRows: 1 });
+  });
+
+  it('writes the rows of one event-loop turn in one write, each resolved only after it', async () => {
+    const { dir, journal, files } = await openJournal();
+    const rows = Array.from({ length: 5 }, () => ledgerRow());
+    const written = rows.map((r) => journal.record(r));
+    // Taken, not yet written: nothing on disk, all five share one write.
+    expect(files()).toEqual([]);
+    expect(new Set(written).size).toBe(1);
+    expect(journal.health()).toMatchObject({ ready: true, pendingRows: 5 });
+    let resolved = false;
+    void written[0].then(() => (resolved = true));
+    await Promise.resolve();
+    expect(resolved).toBe(false);
+    await Promise.all(written);
+    const lines = readFileSync(join(dir, files()[0]), 'utf8').split('\n').filter(Boolean);
+    expect(lines.map((l) => JSON.parse(l).requestId)).toEqual(rows.map((r) => r.requestId));
+    // The next turn is the next write.
+    await journal.record(ledgerRow());
+    expect(readFileSync(join(dir, files()[0]), 'utf8').split('\n').filter(Boolean)).toHaveLength(6);
+  });
+
+  it('rejects every row of a failed write and leaves none of them on disk to be billed later', async () => {
+    const { dir, journal, files, committed } = await openJournal();
+    await journal.record(ledgerRow({ requestId: 'before' }));
+    const segment = join(dir, files()[0]);
+    // The segment's descriptor is closed under the journal: its next write fails (EBADF), as a failing disk would.
+    const fd = (journal as unknown as { fd: number }).fd;
+    closeSync(fd);
+    const refused = [journal.record(ledgerRow()), journal.record(ledgerRow())];
+    for (const p of refused) await expect(p).rejects.toThrow();
+    expect(readFileSync(segment, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).requestId)).toEqual(['before']);
+    // The journal carries on in a new segment.
+    await journal.record(ledgerRow({ requestId: 'after' }));
+    await journal.flush();
+    expect(committed.flat().map((r) => r.requestId)).toEqual(['before', 'after']);
   });
 
   it('seals a segment at segmentRows and starts the next one on the next row', async () => {
@@ -66,7 +118,7 @@ describe('journal', () => {
         return [];
       },
     });
-    for (let i = 0; i < 7; i++) journal.record(ledgerRow());
+    for (let i = 0; i < 7; i++) await journal.record(ledgerRow());
     expect(files()).toHaveLength(3);
     expect(files().map((f) => f.slice(0, 12))).toEqual(['000000000001', '000000000002', '000000000003']);
     release();
@@ -82,10 +134,15 @@ describe('journal', () => {
   });
 
   it('merges small segments into one batch and splits a large one into batchSize pieces', async () => {
-    const { journal, committed } = await openJournal({ segmentRows: 4, batchSize: 10 });
-    for (let i = 0; i < 23; i++) journal.record(ledgerRow());
+    const gate = held();
+    const { journal, committed } = await openJournal({ segmentRows: 4, batchSize: 10, commit: gate.commit });
+    for (let i = 0; i < 23; i++) await journal.record(ledgerRow());
+    gate.open();
     await journal.flush();
-    expect(committed.map((b) => b.length)).toEqual([8, 8, 7]);
+    const committedBatches = gate.committed;
+    // The first segment went alone (the writer was free); the rest sealed while it waited and merged.
+    expect(committedBatches.map((b) => b.length)).toEqual([4, 8, 8, 3]);
+    expect(committed).toEqual([]);
 
     // A segment written with a larger batch size (an earlier configuration) is cut to size.
     const big = await openJournal({ segmentRows: 50, batchSize: 50, commit: () => Promise.reject(new Error('down')) });
@@ -114,7 +171,7 @@ describe('journal', () => {
       },
     });
     const rows = Array.from({ length: 7 }, () => ledgerRow());
-    for (const r of rows) journal.record(r);
+    for (const r of rows) await journal.record(r);
     const flushed = journal.flush();
     await vi.waitFor(() => expect(gates).toHaveLength(2));
     await new Promise((r) => setTimeout(r, 20));
@@ -148,18 +205,20 @@ describe('journal', () => {
       },
     });
     const rows = Array.from({ length: 6 }, () => ledgerRow());
-    for (const r of rows) journal.record(r);
+    for (const r of rows) await journal.record(r);
     await vi.waitFor(() => expect(committed.flat()).toHaveLength(6), { timeout: 3_000, interval: 5 });
     expect(new Set(committed.flat().map((r) => r.requestId)).size).toBe(6);
     expect(files()).toEqual([]);
   });
 
   it('hands the writer the recorded rows from memory, and reads files back only beyond memoryRows', async () => {
-    const { journal, committed } = await openJournal({ segmentRows: 2, batchSize: 2, memoryRows: 4 });
+    const gate = held();
+    const { journal } = await openJournal({ segmentRows: 2, batchSize: 2, memoryRows: 4, commit: gate.commit });
     const rows = Array.from({ length: 8 }, () => ledgerRow());
-    for (const r of rows) journal.record(r);
+    for (const r of rows) await journal.record(r);
+    gate.open();
     await journal.flush();
-    const seen = committed.flat();
+    const seen = gate.committed.flat();
     expect(seen).toEqual(rows);
     // The first two segments fit the budget: the very objects recorded. The rest came from their files.
     expect(seen.map((r, i) => r === rows[i])).toEqual([true, true, true, true, false, false, false, false]);

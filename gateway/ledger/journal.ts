@@ -1,11 +1,12 @@
-// The local journal (docs/contract.md, durability): record() appends one line to an append-only segment with one
-// synchronous write, which survives a kill of the process. Segments are sealed by row count or
+// The local journal (docs/contract.md, durability): record() queues one line, and all lines queued in one event-loop turn go to the
+// append-only segment in one synchronous write (group commit), which survives a kill of the process;
+// each row's promise resolves only after that write returned, so an answer never leaves before its row. Segments are sealed by row count or
 // age, and a background loop moves sealed segments into the database, deleting each only after
 // its rows committed. Segments left by an earlier process are replayed at start; the request id
 // makes every replay exactly once. Up to `writers` batches (disjoint segments) commit at once, and
 // the rows of recent segments stay in memory for them (within memoryRows), so the writer reads
 // files back only for a backlog or a replay; the files stay the record until the commit.
-import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -68,11 +69,20 @@ interface Batch {
 // processes that (wrongly) share a directory from appending to one file.
 const SEGMENT_NAME = /^(\d{12})-[0-9a-f]{8}\.jsonl$/;
 const REJECTED_FILE = 'rejected.jsonl';
+/** Most characters one group write holds (about 2,000 rows). */
+const GROUP_MAX_CHARS = 1 << 20;
 
 export class Journal {
   private readonly opts: JournalOptions;
   private readonly retry: RetryPolicy;
   private fd = -1;
+  /** Rows taken this turn and not yet written: their lines, and the promise they share. */
+  private queuedRows: LedgerRow[] = [];
+  private queuedText = '';
+  private queuedBytes = 0;
+  private written: Promise<void> | undefined;
+  private settleWrite: (() => void) | undefined;
+  private failWrite: ((err: unknown) => void) | undefined;
   private current: Segment | null = null;
   private currentOpenedAt = 0;
   /** Sealed and not being committed, in write order. */
@@ -104,49 +114,84 @@ export class Journal {
     this.pump();
   }
 
-  /** The request path: one JSON.stringify, one write. Throws when the row is not durable. */
-  record(row: LedgerRow): void {
+  /**
+   * The request path: serialises the row (once; the writer takes the object itself) and queues it for this turn's
+   * write. Throws at once when the journal is closed or full; the promise rejects when the write failed, and then
+   * none of that write's rows is on disk. Shared by every row of the turn.
+   */
+  record(row: LedgerRow): Promise<void> {
     if (this.closed) throw new LedgerClosedError();
-    if (this.bytes >= this.opts.maxBytes) {
-      throw new LedgerFullError(`ledger journal full: ${this.bytes} bytes pending, bound ${this.opts.maxBytes}`);
+    if (this.bytes + this.queuedBytes >= this.opts.maxBytes) {
+      throw new LedgerFullError(`ledger journal full: ${this.bytes + this.queuedBytes} bytes pending, bound ${this.opts.maxBytes}`);
     }
-    const line = Buffer.from(JSON.stringify(row) + '\n');
+    const line = JSON.stringify(row) + '\n';
+    this.queuedText += line;
+    // Characters, not bytes: the bound check only needs the order of magnitude; the write counts exactly.
+    this.queuedBytes += line.length;
+    this.queuedRows.push(row);
+    if (this.written === undefined) {
+      this.written = new Promise<void>((resolve, reject) => {
+        this.settleWrite = resolve;
+        this.failWrite = reject;
+      });
+      setImmediate(this.writeQueued);
+    }
+    const written = this.written;
+    // A burst larger than any turn of real traffic (a bench loop, a replay tool) is written now, not held whole.
+    if (this.queuedBytes >= GROUP_MAX_CHARS) this.writeQueued();
+    return written;
+  }
+
+  /** Writes the rows queued this turn in one write, then settles their shared promise. */
+  private readonly writeQueued = (): void => {
+    const rows = this.queuedRows;
+    if (rows.length === 0) return;
+    const resolve = this.settleWrite!;
+    const reject = this.failWrite!;
+    const text = this.queuedText;
+    this.queuedRows = [];
+    this.queuedText = '';
+    this.queuedBytes = 0;
+    this.written = this.settleWrite = this.failWrite = undefined;
+    const buf = Buffer.from(text);
     let seg: Segment;
     try {
       seg = this.current ?? this.openSegment();
-      writeAll(this.fd, line);
+      writeAll(this.fd, buf, seg.bytes);
     } catch (err) {
-      // A partial line may be on disk: never append after it.
       this.sealAfterFailedWrite();
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOSPC' || code === 'EDQUOT') throw new LedgerFullError('ledger journal: disk full', { cause: err });
-      throw err;
+      reject(code === 'ENOSPC' || code === 'EDQUOT' ? new LedgerFullError('ledger journal: disk full', { cause: err }) : err);
+      return;
     }
-    seg.held?.push(row);
-    seg.rows++;
-    seg.bytes += line.length;
-    this.rows++;
-    this.bytes += line.length;
+    if (seg.held) for (const row of rows) seg.held.push(row);
+    seg.rows += rows.length;
+    seg.bytes += buf.length;
+    this.rows += rows.length;
+    this.bytes += buf.length;
+    resolve();
     if (seg.rows >= this.opts.segmentRows) {
       this.seal();
       this.pump();
     }
-  }
+  };
 
   health(): JournalHealth {
-    const h: JournalHealth = { ready: true, journalBytes: this.bytes, pendingRows: this.rows };
+    const bytes = this.bytes + this.queuedBytes;
+    const h: JournalHealth = { ready: true, journalBytes: bytes, pendingRows: this.rows + this.queuedRows.length };
     if (this.closed) {
       h.ready = false;
       h.reason = 'ledger closed';
-    } else if (this.bytes >= this.opts.maxBytes) {
+    } else if (bytes >= this.opts.maxBytes) {
       h.ready = false;
-      h.reason = `ledger journal full (${this.bytes} of ${this.opts.maxBytes} bytes); database ${this.failures > 0 ? 'unreachable' : 'draining'}`;
+      h.reason = `ledger journal full (${bytes} of ${this.opts.maxBytes} bytes); database ${this.failures > 0 ? 'unreachable' : 'draining'}`;
     }
     return h;
   }
 
   /** Moves everything recorded so far into the database; rejects on the first failed batch. */
   async flush(): Promise<void> {
+    this.writeQueued();
     this.seal();
     let last = this.sealed.at(-1)?.seq ?? 0;
     for (const b of this.inFlight) for (const seg of b.segments) last = Math.max(last, seg.seq);
@@ -166,6 +211,8 @@ export class Journal {
   /** Stops taking rows, then drains what it can within the deadline; the rest stays on disk. */
   async close(deadlineMs: number): Promise<void> {
     if (this.closed) return;
+    // Rows already taken are written (their answers wait on it) before the journal stops.
+    this.writeQueued();
     this.closed = true;
     clearInterval(this.roller);
     clearTimeout(this.retryTimer);
@@ -421,10 +468,24 @@ export class Journal {
   }
 }
 
-function writeAll(fd: number, buf: Buffer): void {
+/**
+ * One write in practice; a short write (rare, e.g. a signal) continues where it stopped. When a write fails, the
+ * file is cut back to `size` (its length before) so no row of a refused group is replayed and billed later.
+ */
+function writeAll(fd: number, buf: Buffer, size: number): void {
   let off = 0;
-  // One write in practice; a short write (rare, e.g. a signal) continues where it stopped.
-  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+  try {
+    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+  } catch (err) {
+    if (off > 0) {
+      try {
+        ftruncateSync(fd, size);
+      } catch {
+        // The seal that follows counts what is on disk; a torn last line is dropped at replay.
+      }
+    }
+    throw err;
+  }
 }
 
 function countLines(buf: Buffer): number {

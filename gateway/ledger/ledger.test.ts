@@ -71,7 +71,7 @@ describe.each(BACKENDS)('ledger on %s', (backend) => {
     const crashedLog = capturingLogger();
     const crashed = createLedger({ store: down.store, journalDir: dir, batchSize: 100, flushIntervalMs: 60_000, retry: { baseMs: 60_000, capMs: 60_000 }, logger: crashedLog.logger });
     const rows: LedgerRow[] = Array.from({ length: 430 }, (_, i) => ledgerRow({ project, occurredAt: Date.UTC(2025, 0, 1) + i * 10_000 }));
-    for (const r of rows) crashed.record(r);
+    for (const r of rows) await crashed.record(r);
     expect(segments(dir).length).toBe(5); // four sealed at 100 rows, one still open
     // Its one write attempt must have failed before the database returns, or it would still be in flight
     // (a pool waits for a connection) and commit behind the restarted ledger's back: this process is "dead".
@@ -107,7 +107,7 @@ describe.each(BACKENDS)('ledger on %s', (backend) => {
 
     const { logger, lines } = capturingLogger();
     const ledger = createLedger({ store: db().store, journalDir: dir, flushIntervalMs: 60_000, logger });
-    ledger.record(ledgerRow({ project }));
+    await ledger.record(ledgerRow({ project }));
     // The new row went to a new segment, after the old one in order.
     expect(segments(dir).sort()).toEqual([name, expect.stringMatching(/^000000000008-/)]);
     expect(readFileSync(join(dir, name), 'utf8').endsWith(torn)).toBe(true);
@@ -141,7 +141,7 @@ describe.each(BACKENDS)('ledger on %s', (backend) => {
       }
     }
     expect(refusal).toBeInstanceOf(LedgerFullError);
-    expect(refusal).toMatchObject({ code: 'LEDGER_FULL', statusCode: 503 });
+    expect(refusal).toMatchObject({ code: 'LEDGER_FULL' });
     expect(recorded).toBeGreaterThan(100);
     const full = ledger.health();
     expect(full.ready).toBe(false);

@@ -1,4 +1,5 @@
-// The ledger as the rest of the gateway sees it: record() on the request path (journal only),
+// The ledger as the rest of the gateway sees it: record() on the request path (journal only; the relay goes
+// through sink.ts),
 // a background writer into the store, health for readiness, and the usage report.
 import { join } from 'node:path';
 import type { Store } from '../store/store.ts';
@@ -39,11 +40,12 @@ export interface LedgerOptions {
 
 export interface Ledger {
   /**
-   * Durable when it returns (one append to the local journal); throws LedgerFullError at the bound.
+   * Durable when the promise resolves (the rows of one event-loop turn share one append to the local journal);
+   * throws LedgerFullError at the bound, LedgerClosedError after close(); the promise rejects when the write failed.
    * The writer may take the row object itself (not a copy) to the database: do not change it, or its
    * detail, afterwards.
    */
-  record(row: LedgerRow): void;
+  record(row: LedgerRow): Promise<void>;
   health(): JournalHealth;
   usageReport(q: UsageReportQuery): Promise<UsageReport>;
   /** Moves everything recorded so far into the database. */

@@ -8,6 +8,8 @@ import { charge } from '../billing/charge.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerRow } from '../ledger/row.ts';
+import type { LedgerSink } from '../ledger/sink.ts';
+import { unrecorded } from '../ledger/sink.ts';
 import { topLevelValueFromEnd } from '../http/json-scan.ts';
 import { replyError } from '../http/reply-error.ts';
 import { parseJson } from '../json-guards.ts';
@@ -20,11 +22,8 @@ import type { Protocol } from '../snapshot/schema.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { isTimeout, TimeoutError, upstreamError } from '../upstream/client.ts';
 import { redactBody } from '../upstream/redact.ts';
+import type { Exchange } from '../telemetry/exchange.ts';
 import { telemetryOf } from '../telemetry/request-hook.ts';
-
-export interface LedgerSink {
-  record(row: LedgerRow): void;
-}
 
 export interface RelayDeps {
   upstream: UpstreamClient;
@@ -114,7 +113,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
     // A deadline while the body is read is a timeout (504); a cut after the headers, a broken answer.
     if (!gone()) throw isTimeout(err) ? upstreamError(err, target.provider.id) : new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" broke off its answer.`);
     // The client left and the provider cut us off too: bill the request side we know.
-    tel.record(deps.ledger, charge(call, target, estimateUsage(call.requestBytes, 0)));
+    await bill(deps, tel, charge(call, target, estimateUsage(call.requestBytes, 0)));
     return;
   }
   // Pass-through answers go out as the upstream sent them: unless something needs the whole parsed body (a
@@ -124,7 +123,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
   const row = charge(call, target, usage);
-  tel.record(deps.ledger, row);
+  await bill(deps, tel, row);
   if (gone()) return;
   if (call.convert) {
     if (parsed === undefined) throw new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" answered with a body that is not JSON.`);
@@ -138,6 +137,13 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   copyHeaders(res, reply);
   tel.setOverheadHeader(reply);
   await reply.send(buf);
+}
+
+/** Journals the row (rejects with `ledger_unavailable` when it is not recorded), then tells telemetry. */
+async function bill(deps: RelayDeps, tel: Exchange, row: LedgerRow): Promise<void> {
+  const at = performance.now();
+  await deps.ledger.append(row);
+  tel.billed(row, at);
 }
 
 /** `{ [member]: value }` read from the body's tail, or undefined when the member is not found there. */
@@ -175,53 +181,59 @@ async function relayStream(
   const converter = call.convert?.stream();
   let out = '';
   const tap = new SseTap(tel.meter(call.reader.stream()), converter ? (ev) => (out += converter.push(ev)) : undefined);
-  let recorded = false;
+  let billing: Promise<void> | undefined;
   let bytes = 0;
   let wrote = false;
-  const record = (): void => {
-    if (recorded) return;
-    recorded = true;
+  const record = (): Promise<void> => {
     let usage = tap.meter.usage();
     // (Images counted without usage stay unguessed: their bytes are base64, not tokens.)
     if (usage.estimated && usage.input === 0 && usage.output === 0 && usage.artifacts === 0) usage = estimateUsage(call.requestBytes, bytes);
     // Aborted on the client's behalf before the terminal event: what we saw is not what the provider will bill.
     else if (!tap.meter.done && controller.signal.aborted) usage = { ...usage, estimated: true };
-    tel.record(deps.ledger, charge(call, target, usage));
+    return bill(deps, tel, charge(call, target, usage));
   };
   // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
   // client socket pauses the upstream until it drains.
   let failure: GatewayError | undefined;
   const ended = await new Promise<Error | undefined>((resolve) => {
     let resume: (() => void) | undefined;
+    /** Sends what this chunk gave the client; false when the client socket is full (the upstream then waits). */
+    const pass = (chunk: Buffer): boolean => {
+      if (gone()) {
+        // Read on to the end for the usage, but keep nothing of what nobody will receive.
+        out = '';
+        return true;
+      }
+      let ok: boolean;
+      if (converter) {
+        if (out === '') return true;
+        const text = out;
+        out = '';
+        ok = raw.write(text);
+      } else ok = raw.write(chunk);
+      wrote = true;
+      if (ok) return true;
+      resume ??= () => body.resume();
+      drained(raw, resume);
+      return false;
+    };
     body.pipe({
       data(chunk) {
         if (bytes === 0) tel.firstByte();
         bytes += chunk.length;
         tap.push(chunk);
-        try {
-          // The terminal event is in this chunk: the row becomes durable before those bytes leave.
-          if (tap.meter.done) record();
-        } catch (err) {
-          failure = err instanceof GatewayError ? err : new GatewayError('ledger_unavailable', 'Usage could not be recorded; the answer is withheld.');
-          body.destroy(failure);
-          return true;
-        }
-        if (gone()) {
-          // Read on to the end for the usage, but keep nothing of what nobody will receive.
-          out = '';
-          return true;
-        }
-        let ok: boolean;
-        if (converter) {
-          if (out === '') return true;
-          const text = out;
-          out = '';
-          ok = raw.write(text);
-        } else ok = raw.write(chunk);
-        wrote = true;
-        if (ok) return true;
-        resume ??= () => body.resume();
-        drained(raw, resume);
+        if (!tap.meter.done || billing !== undefined) return pass(chunk);
+        // The terminal event is in this chunk: the upstream waits, and its bytes leave once the row is durable.
+        billing = record();
+        billing.then(
+          () => {
+            if (pass(chunk)) body.resume();
+          },
+          (err: unknown) => {
+            failure = unrecorded(err);
+            body.destroy(failure);
+          },
+        );
         return false;
       },
       end: resolve,
@@ -240,9 +252,10 @@ async function relayStream(
   }
   tel.upstreamDone(undefined, failure);
   try {
-    record();
+    // Already under way when the terminal event came (its chunk is sent first); else billed now.
+    await (billing ??= record());
   } catch (err) {
-    failure = err instanceof GatewayError ? err : new GatewayError('ledger_unavailable', 'Usage could not be recorded; the answer is withheld.');
+    failure = unrecorded(err);
   }
   if (!gone()) {
     if (converter) {

@@ -5,21 +5,17 @@ import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
 import { replyError } from '../http/reply-error.ts';
 import type { UsageReport, UsageReportQuery } from '../ledger/report-types.ts';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { RelayDeps } from '../relay/relay.ts';
 import type { SnapshotHolder } from '../snapshot/holder.ts';
 import type { RuntimeKey, RuntimeSnapshot } from '../snapshot/runtime.ts';
 import { telemetryOf } from '../telemetry/request-hook.ts';
 
-export interface LedgerPort {
-  record: RelayDeps['ledger']['record'];
-  health(): { ready: boolean; reason?: string };
-  usageReport(q: UsageReportQuery): Promise<UsageReport>;
-}
-
 export interface GatewayContext {
   holder: SnapshotHolder;
   relay: RelayDeps;
-  ledger: LedgerPort;
+  /** Readiness and the usage report; rows go in through `relay.ledger`. */
+  ledger: Pick<Ledger, 'health' | 'usageReport'>;
   /** Set once SIGTERM arrives: readiness turns false while in-flight requests finish. */
   draining: { value: boolean };
   /** Checks the database answers, for /readyz. */

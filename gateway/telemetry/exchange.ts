@@ -10,7 +10,7 @@ import type { LedgerRow } from '../ledger/row.ts';
 import type { StreamMeter } from '../meter/stream-meter.ts';
 import type { RuntimeKey, RuntimeModel, RuntimeProvider, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
-import { accessLine } from './access-log.ts';
+import { writeAccessLine } from './access-log.ts';
 import { A, operationOf, providerNameOf, requestParams, responseFacts, StreamFacts } from './genai.ts';
 import { parsedBodyOf } from './request-bodies.ts';
 import type { Telemetry } from './telemetry.ts';
@@ -23,10 +23,6 @@ export interface ExchangeCall {
   endpoint: string;
   stream: boolean;
   protocol: Protocol;
-}
-
-export interface LedgerSinkLike {
-  record(row: LedgerRow): void;
 }
 
 /** The relay's view; NOOP_EXCHANGE answers when telemetry is off. */
@@ -44,8 +40,11 @@ export interface Exchange {
   firstByte(): void;
   /** Wraps a stream meter to read response facts beside it when the span records; else returns it as is. */
   meter(m: StreamMeter): StreamMeter;
-  /** Journals the row (a span around the append when tracing) and keeps it for metrics and the access log. */
-  record(sink: LedgerSinkLike, row: LedgerRow): void;
+  /**
+   * The row is in the journal (the relay appended it, starting at `appendStart`, a performance.now()): kept for
+   * metrics and the access log, and a span for the append when tracing.
+   */
+  billed(row: LedgerRow, appendStart: number): void;
   setOverheadHeader(reply: FastifyReply): void;
   /** The relay returned: a response closed before it (client gone) is finished now, with the row it recorded. */
   relayEnd(): void;
@@ -176,26 +175,14 @@ export class LiveExchange implements Exchange {
     return (this.facts = new StreamFacts(m, this.client));
   }
 
-  record(sink: LedgerSinkLike, row: LedgerRow): void {
-    if (!this.span) {
-      sink.record(row);
-      this.row = row;
-      // Billed after the response closed (the client left before the upstream was called): still counted.
-      if (this.finished && this.call) this.countRow(this.call, row);
-      return;
-    }
-    const s = this.t.tracer!.startSpan('ledger journal append', { kind: SpanKind.INTERNAL }, trace.setSpan(ROOT_CONTEXT, this.span));
-    try {
-      sink.record(row);
-    } catch (err) {
-      s.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-      s.end();
-      throw err;
-    }
+  billed(row: LedgerRow, appendStart: number): void {
+    this.row = row;
+    // Billed after the response closed (the client left before the upstream was called): still counted.
+    if (this.finished && this.call) this.countRow(this.call, row);
+    if (!this.span) return;
+    const s = this.t.tracer!.startSpan('ledger journal append', { kind: SpanKind.INTERNAL, startTime: appendStart }, trace.setSpan(ROOT_CONTEXT, this.span));
     if (s.isRecording()) s.setAttributes({ [A.requestId]: row.requestId, 'tollgate.ledger.sink': 'journal' });
     s.end();
-    this.row = row;
-    if (this.finished && this.call) this.countRow(this.call, row);
     const c = this.client;
     if (c?.isRecording()) {
       c.setAttributes({
@@ -285,15 +272,16 @@ export class LiveExchange implements Exchange {
     m.requests.add(1, `${endpoint}\u0000${status}`, () => ({ [A.endpoint]: endpoint, [A.statusCode]: status }));
     let ttftMs: number | undefined;
     if (call) {
-      const attrs: Attributes = {
-        [A.operation]: operationOf(call.protocol),
-        [A.provider]: providerNameOf(call.protocol),
-        [A.requestModel]: call.model.id,
-        [A.statusCode]: status,
-      };
-      if (status >= 400 && this.errorType) attrs[A.errorType] = this.errorType;
+      const sets = this.t.attributeSets;
+      const errorType = status >= 400 ? this.errorType : undefined;
+      const modelId = call.model.id;
+      const attrs = sets.get(`d\u0000${call.protocol}\u0000${modelId}\u0000${status}\u0000${errorType ?? ''}`, () => {
+        const a: Attributes = { [A.operation]: operationOf(call.protocol), [A.provider]: providerNameOf(call.protocol), [A.requestModel]: modelId, [A.statusCode]: status };
+        if (errorType) a[A.errorType] = errorType;
+        return a;
+      });
       m.requestDuration.record(totalMs / 1000, attrs);
-      m.overhead.record(overheadMs / 1000, { [A.endpoint]: endpoint });
+      m.overhead.record(overheadMs / 1000, sets.get(`o\u0000${endpoint}`, () => ({ [A.endpoint]: endpoint })));
       if (call.stream && this.firstByteAt > 0) {
         ttftMs = this.firstByteAt - this.start;
         m.timeToFirstToken.record(ttftMs / 1000, attrs);
@@ -306,7 +294,7 @@ export class LiveExchange implements Exchange {
     const route = this.req.routeOptions.url;
     const level = route !== undefined && HEALTH_ROUTES.has(route) ? 'debug' : status >= 500 ? 'error' : 'info';
     if (log?.isLevelEnabled(level)) {
-      const line = accessLine({
+      writeAccessLine(log, level, {
         requestId: this.req.id,
         traceId: this.traceId(),
         method: this.req.method,
@@ -324,18 +312,18 @@ export class LiveExchange implements Exchange {
         errorType: this.errorType,
         row,
       });
-      log[level](line, 'request');
     }
   }
 
   private countRow(call: ExchangeCall, row: LedgerRow): void {
     const m = this.t.instruments;
-    const op = operationOf(call.protocol);
-    const provider = providerNameOf(call.protocol);
-    m.tokenUsage.record(row.input + row.cacheRead + row.cacheWrite, { [A.operation]: op, [A.provider]: provider, [A.requestModel]: call.model.id, [A.tokenType]: 'input' });
-    m.tokenUsage.record(row.output, { [A.operation]: op, [A.provider]: provider, [A.requestModel]: call.model.id, [A.tokenType]: 'output' });
-    // A float sum for dashboards; the exact decimal stays in the ledger.
+    const sets = this.t.attributeSets;
     const modelId = call.model.id;
+    const tokens = (type: 'input' | 'output') =>
+      sets.get(`t\u0000${call.protocol}\u0000${modelId}\u0000${type}`, () => ({ [A.operation]: operationOf(call.protocol), [A.provider]: providerNameOf(call.protocol), [A.requestModel]: modelId, [A.tokenType]: type }));
+    m.tokenUsage.record(row.input + row.cacheRead + row.cacheWrite, tokens('input'));
+    m.tokenUsage.record(row.output, tokens('output'));
+    // A float sum for dashboards; the exact decimal stays in the ledger.
     m.costPoints.add(Number(row.costPoints), `${row.organization}\u0000${modelId}`, () => ({ [A.organization]: row.organization, [A.requestModel]: modelId }));
   }
 
@@ -392,7 +380,7 @@ export const NOOP_EXCHANGE: Exchange = {
   upstreamDone() {},
   firstByte() {},
   meter: (m) => m,
-  record: (sink, row) => sink.record(row),
+  billed() {},
   setOverheadHeader() {},
   relayEnd() {},
   traced: (_name, fn) => fn(),

@@ -9,11 +9,15 @@ import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
+import type { Ledger } from '../ledger/ledger.ts';
 import type { SnapshotHolder } from '../snapshot/holder.ts';
+import { AttributeSets } from './attribute-sets.ts';
 import type { TelemetryConfig } from './config.ts';
 import { telemetryConfig } from './config.ts';
 import type { GatewayInstruments } from './instruments.ts';
 import { createInstruments } from './instruments.ts';
+import { observeProcess } from './process-metrics.ts';
+import type { ProcessMetrics } from './process-metrics.ts';
 import { samplerFromConfig } from './sampler.ts';
 
 export const SCOPE = 'tollgate';
@@ -31,10 +35,6 @@ export interface TelemetryOptions {
   otlp?: { spans?: SpanExporter; metrics?: PushMetricExporter };
 }
 
-export interface LedgerGauges {
-  health(): { ready: boolean; journalBytes: number; pendingRows: number };
-}
-
 export class Telemetry {
   readonly config: TelemetryConfig;
   readonly enabled: boolean;
@@ -45,7 +45,10 @@ export class Telemetry {
   readonly propagator = new W3CTraceContextPropagator();
   readonly prometheus: PrometheusExporter;
   readonly log: Logger | undefined;
+  /** Metric attribute sets per (route, model, provider, status), built once. */
+  readonly attributeSets = new AttributeSets();
   private readonly meterProvider: MeterProvider;
+  private readonly processMetrics: ProcessMetrics;
   private readonly tracerProvider: TracerProvider | undefined;
 
   constructor(opts: TelemetryOptions = {}) {
@@ -62,6 +65,7 @@ export class Telemetry {
     this.meterProvider = new MeterProvider({ resource, readers });
     this.meter = this.meterProvider.getMeter(SCOPE);
     this.instruments = createInstruments(this.meter);
+    this.processMetrics = observeProcess(this.meter);
 
     const processors: SpanProcessor[] = [];
     if (this.enabled) {
@@ -76,7 +80,7 @@ export class Telemetry {
   }
 
   /** Ledger queue depth and journal size, read when metrics are collected (no cost per request). */
-  observeLedger(ledger: LedgerGauges): void {
+  observeLedger(ledger: Pick<Ledger, 'health'>): void {
     const depth = this.meter.createObservableGauge('tollgate.ledger.queue_depth', { description: 'Ledger rows journaled and not yet committed to the database.', unit: '{row}' });
     const size = this.meter.createObservableGauge('tollgate.ledger.journal.size', { description: 'Bytes of journal segments on disk waiting for the database.', unit: 'By' });
     const ready = this.meter.createObservableGauge('tollgate.ledger.ready', { description: '1 when the ledger takes rows, 0 when the journal is full or closed.' });
@@ -121,6 +125,7 @@ export class Telemetry {
   }
 
   async shutdown(): Promise<void> {
+    this.processMetrics.stop();
     await Promise.allSettled([this.tracerProvider?.shutdown(), this.meterProvider.shutdown(), this.flushLog()]);
   }
 

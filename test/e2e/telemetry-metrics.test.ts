@@ -169,4 +169,24 @@ describe('/metrics after a mixed run', () => {
     expect(sumValues(metrics, 'tollgate_snapshot_generation')).toBe(snapshot.generation);
     expect(sumValues(metrics, 'tollgate_snapshot_age')).toBeGreaterThanOrEqual(0);
   });
+
+  it('process health: RSS, heap, event-loop delay, open fds and GC time', async () => {
+    // Some garbage and a few turns of the loop, so GC and the delay histogram have something to say.
+    for (let i = 0; i < 50; i++) {
+      void Array.from({ length: 10_000 }, (_, k) => ({ k }));
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const { metrics } = await scrape(t.gw.adminUrl!);
+    const rss = sumValues(metrics, 'process_memory_usage');
+    expect(rss).toBeGreaterThan(20 * 2 ** 20);
+    expect(rss).toBeLessThan(64 * 2 ** 30);
+    expect(sumValues(metrics, 'v8js_memory_heap_used')).toBeGreaterThan(0);
+    expect(sumValues(metrics, 'v8js_memory_heap_used')).toBeLessThan(sumValues(metrics, 'v8js_memory_heap_limit'));
+    const p50 = sumValues(metrics, 'nodejs_eventloop_delay_p50');
+    const p99 = sumValues(metrics, 'nodejs_eventloop_delay_p99');
+    expect(p50).toBeGreaterThan(0);
+    expect(p99).toBeGreaterThanOrEqual(p50);
+    expect(sumValues(metrics, 'process_open_file_descriptor_count')).toBeGreaterThan(3);
+    expect(sumValues(metrics, 'v8js_gc_time_total')).toBeGreaterThan(0);
+  });
 });

@@ -1,0 +1,96 @@
+// The hand-built access line must be a pino line like any other: same level/time/pid/hostname, valid JSON whatever
+// the strings hold, and only the fields chosen.
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { LedgerRow } from '../ledger/row.ts';
+import type { RuntimeKey, UpstreamTarget } from '../snapshot/runtime.ts';
+import { writeAccessLine } from './access-log.ts';
+import type { AccessFacts } from './access-log.ts';
+import type { ExchangeCall } from './exchange.ts';
+
+function capture(level = 'info') {
+  const lines: string[] = [];
+  const log = pino({ level }, { write: (s: string) => lines.push(s) });
+  return { log, lines };
+}
+
+const key = { id: 'k1', prefix: 'sk_live_Ab3d', organization: { id: 'acme "west"' }, project: 'web\nline' } as unknown as RuntimeKey;
+const target = { provider: { id: 'openai' }, model: 'gpt-4o-mini-2024-07-18' } as unknown as UpstreamTarget;
+const call = { key, model: { id: 'openai/gpt-4o-mini' }, clientModel: 'gpt-4o-mini', endpoint: '/api/v1/chat/completions', stream: true, protocol: 'openai' } as unknown as ExchangeCall;
+const row = { input: 12, output: 48, cacheRead: 3, cacheWrite: 0, costPoints: '0.00003042', estimated: true } as LedgerRow;
+
+const facts = (over: Partial<AccessFacts> = {}): AccessFacts => ({
+  requestId: 'req-1',
+  traceId: undefined,
+  method: 'POST',
+  endpoint: '/api/v1/chat/completions',
+  key: undefined,
+  call: undefined,
+  target: undefined,
+  status: 200,
+  aborted: false,
+  totalMs: 1.23456,
+  upstreamMs: 1.0001,
+  overheadMs: 0.23446,
+  ttftMs: undefined,
+  attempts: 0,
+  errorType: undefined,
+  row: undefined,
+  ...over,
+});
+
+describe('access line', () => {
+  it('carries pino\'s own fields and every chosen field of a billed stream', () => {
+    const { log, lines } = capture();
+    log.info({ a: 1 }, 'other');
+    writeAccessLine(log, 'info', facts({ key, call, target, row, traceId: '4bf92f3577b34da6a3ce929d0e0e4736', ttftMs: 0.5, attempts: 1, aborted: true }));
+    expect(lines).toHaveLength(2);
+    expect(lines[1].endsWith('\n')).toBe(true);
+    const other = JSON.parse(lines[0]);
+    const line = JSON.parse(lines[1]);
+    expect(line).toEqual({
+      level: 30,
+      time: expect.any(Number),
+      pid: other.pid,
+      hostname: other.hostname,
+      reqId: 'req-1',
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      method: 'POST',
+      endpoint: '/api/v1/chat/completions',
+      org: 'acme "west"',
+      project: 'web\nline',
+      keyPrefix: 'sk_live_Ab3d',
+      clientModel: 'gpt-4o-mini',
+      model: 'openai/gpt-4o-mini',
+      provider: 'openai',
+      upstreamModel: 'gpt-4o-mini-2024-07-18',
+      attempts: 1,
+      stream: true,
+      status: 200,
+      aborted: true,
+      latencyMs: 1.235,
+      upstreamMs: 1,
+      overheadMs: 0.234,
+      ttftMs: 0.5,
+      inputTokens: 12,
+      outputTokens: 48,
+      cacheReadTokens: 3,
+      cacheWriteTokens: 0,
+      cost: '0.00003042',
+      estimated: true,
+      msg: 'request',
+    });
+    expect(line.time).toBeGreaterThanOrEqual(other.time);
+  });
+
+  it('writes a refused request with only what is known, at the level asked', () => {
+    const { log, lines } = capture('debug');
+    writeAccessLine(log, 'error', facts({ status: 503, errorType: 'unavailable' }));
+    writeAccessLine(log, 'debug', facts({ endpoint: '/healthz', method: 'GET' }));
+    const [a, b] = lines.map((l) => JSON.parse(l));
+    expect(a).toMatchObject({ level: 50, status: 503, error: 'unavailable', msg: 'request' });
+    expect(Object.keys(a)).not.toContain('org');
+    expect(Object.keys(a)).not.toContain('upstreamMs');
+    expect(b).toMatchObject({ level: 20, endpoint: '/healthz', method: 'GET' });
+  });
+});
