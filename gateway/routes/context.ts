@@ -4,7 +4,6 @@ import { authenticate, presentedKey } from '../auth/authenticate.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
 import { replyError } from '../http/reply-error.ts';
-import type { UsageReport, UsageReportQuery } from '../ledger/report-types.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { RelayDeps } from '../relay/relay.ts';
 import type { SnapshotHolder } from '../snapshot/holder.ts';
