@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { startOperator } from './operator.ts';
 import { adminPortFromEnv } from '../gateway/telemetry/config.ts';
-import { startOperatorTelemetry } from '../gateway/telemetry/operator-metrics.ts';
+import { startOperatorTelemetry } from './metrics.ts';
 
 const { values } = parseArgs({ options: { namespace: { type: 'string' }, 'lease-name': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
 if (values.help) {

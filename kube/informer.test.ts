@@ -1,10 +1,10 @@
 // The supervised informer: a silently dead watch is restarted by the lastSeen watchdog; errors back off and recover.
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FakeApiServer } from '../../test/k8s-fake/api-server.ts';
-import { startFakeApiServer } from '../../test/k8s-fake/api-server.ts';
-import { eventually } from '../../test/k8s-fake/cluster.ts';
-import { Informer } from './kube-informer.ts';
+import type { FakeApiServer } from '../test/k8s-fake/api-server.ts';
+import { startFakeApiServer } from '../test/k8s-fake/api-server.ts';
+import { eventually } from '../test/k8s-fake/cluster.ts';
+import { Informer } from './informer.ts';
 
 const NS = 'inf';
 const crd = { group: 'tollgate.dev', version: 'v1alpha1', namespace: NS, plural: 'organizations' };
