@@ -62,7 +62,12 @@ async function main(argv: string[]): Promise<number> {
     gw.app.log.info({ url: gw.url, store: gw.store.kind, ...(cluster ? { namespace: gw.kube?.namespace } : { config }), adminUrl: gw.adminUrl }, 'tollgate listening');
     const stop = (signal: string) => {
       gw.app.log.info({ signal }, 'draining');
-      const force = setTimeout(() => process.exit(1), 30_000);
+      // The drain budget: what the pod's termination grace period leaves (the chart sets it), else 30 s.
+      const budget = Number(process.env.TOLLGATE_DRAIN_SECONDS) > 0 ? Number(process.env.TOLLGATE_DRAIN_SECONDS) * 1000 : 30_000;
+      const force = setTimeout(() => {
+        gw.app.log.error({ budgetMs: budget }, 'drain budget spent; exiting with requests still open');
+        process.exit(1);
+      }, budget);
       force.unref();
       gw.close().then(
         () => process.exit(0),

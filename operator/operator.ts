@@ -13,6 +13,8 @@ export interface OperatorOptions extends Omit<ControllerOptions, 'client' | 'isL
   identity?: string;
   leaseName?: string;
   election?: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  /** false: this replica leads without a Lease (one replica only; the chart's operator.leaderElection.enabled). */
+  leaderElection?: boolean;
   log?: Logger;
 }
 
@@ -30,7 +32,7 @@ export function startOperator(o: OperatorOptions): RunningOperator {
   let leading = false;
   // Every replica lists and watches from the start, so a takeover costs one pass, not a relist of 100,000 objects:
   // changes are served again within the lease duration plus about a second after a leader dies.
-  const controller = new Controller({ ...o, client, isLeader: () => leading && elector.isLeader() });
+  const controller = new Controller({ ...o, client, isLeader: () => leading && (o.leaderElection === false || elector.isLeader()) });
   const started = controller.start().catch((err: unknown) => o.log?.error({ err: (err as Error).message }, 'controller failed to start'));
   const elector: LeaderElector = new LeaderElector({
     client,
@@ -47,13 +49,16 @@ export function startOperator(o: OperatorOptions): RunningOperator {
       controller.standDown();
     },
   });
-  elector.start();
+  if (o.leaderElection === false) {
+    leading = true;
+    controller.takeover();
+  } else elector.start();
   return {
     identity,
     elector,
     controller: () => (leading ? controller : undefined),
     async stop() {
-      await elector.stop();
+      if (o.leaderElection !== false) await elector.stop();
       leading = false;
       await started;
       await controller.stop();

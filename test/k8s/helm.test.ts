@@ -120,6 +120,14 @@ describe('helm template with the default values', () => {
     expect(pod.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
   });
 
+  it('the operator: a metrics port, and liveness and readiness probes on it', () => {
+    const c = podSpec(find(objects, 'Deployment', '-operator')!).containers[0];
+    expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
+    expect(envOf(c).TOLLGATE_METRICS_PORT).toBe('9464');
+    expect(c.livenessProbe!.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(c.readinessProbe!.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+  });
+
   it('the gateway: cluster mode, probes on /healthz and /readyz, traffic and metrics ports, DATABASE_URL from the Secret', () => {
     const d = find(objects, 'Deployment', '-gateway')!;
     expect(d.spec!.replicas).toBe(3);
@@ -127,7 +135,12 @@ describe('helm template with the default values', () => {
     expect(c.command).toEqual(['node', 'gateway/cli.ts', 'start', '--host', '0.0.0.0']);
     const env = envOf(c);
     expect(env.TOLLGATE_MODE).toBe('kubernetes');
-    expect(env.TOLLGATE_SNAPSHOT_SELECTOR).toBe('tollgate.dev/snapshot');
+    expect(env.TOLLGATE_SNAPSHOT_SELECTOR).toBeUndefined();
+    // The drain budget is the grace period (45 s) less the preStop sleep and a margin; staleness bounded at 15 s.
+    expect((d.spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template.spec.terminationGracePeriodSeconds).toBe(45);
+    expect(env.TOLLGATE_DRAIN_SECONDS).toBe('38');
+    expect(env.TOLLGATE_STALE_AFTER_SECONDS).toBe('15');
+    expect(env.TOLLGATE_STALE_REFUSE).toBe('false');
     expect(env.DATABASE_URL).toEqual({ secretKeyRef: { name: 'tollgate-database', key: 'DATABASE_URL' } });
     expect(c.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }, { name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
     expect(c.livenessProbe!.httpGet).toEqual({ path: '/healthz', port: 'http' });
@@ -176,7 +189,7 @@ describe('helm template with the default values', () => {
       'tollgate.dev/providers/status: get,patch,update',
       'tollgate.dev/providers: get,list,patch,update,watch',
     ]);
-    expect(rules('-gateway')).toEqual(['coordination.k8s.io/leases: create,get,patch,update', 'core/secrets: get,list,watch']);
+    expect(rules('-gateway')).toEqual(['coordination.k8s.io/leases: create,delete,get,update', 'core/secrets: get,list,watch']);
     for (const o of objects.filter((x) => x.kind === 'Role' || x.kind === 'ClusterRole')) {
       for (const r of o.rules!) expect([...r.apiGroups, ...r.resources, ...r.verbs]).not.toContain('*');
     }
@@ -207,6 +220,9 @@ describe('helm template with ci/ha-values.yaml', () => {
     const c = podSpec(find(objects, 'Deployment', '-gateway')!).containers[0] as Container & { image: string; imagePullPolicy: string };
     expect(envOf(c).DATABASE_URL).toEqual({ secretKeyRef: { name: 'tollgate-postgres', key: 'url' } });
     expect(c.image).toBe('registry.example.com/platform/tollgate:0.1.0');
+    // Its NODE_OPTIONS replaces the image's whole: the image's young-generation bound must stay in it.
+    expect(envOf(c).NODE_OPTIONS).toContain('--max-semi-space-size=8');
+    expect(readFileSync('Dockerfile', 'utf8')).toContain('NODE_OPTIONS=--max-semi-space-size=8');
     expect(find(objects, 'Deployment', '-operator')!.spec!.replicas).toBe(3);
   });
 });
@@ -245,6 +261,23 @@ describe('values.schema.json', () => {
     const r = await helm(['template', 'tg', CHART, '--set', 'operator.leaderElection.enabled=false']);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('operator.leaderElection.enabled');
+  });
+
+  it.each([
+    ['a PDB minAvailable over 100%', ['--set', 'gateway.podDisruptionBudget.minAvailable=150%'], 'minAvailable'],
+    ['minAvailable together with maxUnavailable', ['--set', 'gateway.podDisruptionBudget.minAvailable=2,gateway.podDisruptionBudget.maxUnavailable=1'], 'podDisruptionBudget'],
+    ['a journal larger than its volume', ['--set', 'gateway.journal.sizeLimit=1Gi,gateway.journal.maxBytes=2147483648'], 'gateway.journal.maxBytes (2147483648) is larger than its volume'],
+    ['a malformed digest', ['--set', 'image.digest=latest'], 'image.digest'],
+  ])('refuses %s', async (_what, args, message) => {
+    const r = await helm(['template', 'tg', CHART, ...args]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(message);
+  });
+
+  it('pulls by digest when one is given', async () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const objects = await template(CHART, ['--set', `image.tag=0.1.0,image.digest=${digest}`]);
+    for (const d of objects.filter((o) => o.kind === 'Deployment')) expect((podSpec(d).containers[0] as Container & { image: string }).image).toBe(`ghcr.io/tollgate-dev/tollgate:0.1.0@${digest}`);
   });
 
   it('refuses an HPA whose maximum is below its minimum', async () => {

@@ -40,7 +40,21 @@ app.kubernetes.io/part-of: tollgate
 {{- end }}
 
 {{- define "tollgate.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s:%s@%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* Bytes in a Kubernetes quantity (plain, Ki/Mi/Gi/Ti or k/M/G/T), for comparing sizes at render time. */}}
+{{- define "tollgate.bytes" -}}
+{{- $q := toString . }}
+{{- $units := dict "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 }}
+{{- $n := regexFind "^[0-9]+" $q }}
+{{- $u := trimPrefix $n $q }}
+{{- if not (regexMatch "^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$" $q) }}{{ fail (printf "%q is not a size this chart understands (e.g. 2Gi)" $q) }}{{ end }}
+{{- if $u }}{{ mul (int64 $n) (get $units $u) }}{{ else }}{{ $n }}{{ end }}
 {{- end }}
 
 {{- define "tollgate.operator.serviceAccountName" -}}
