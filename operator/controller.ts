@@ -25,6 +25,11 @@ import type { OperatorMetrics } from './metrics.ts';
 
 export interface ControllerOptions {
   client: KubeClient;
+  /**
+   * Where the snapshot Secrets are written and the gateways' report Leases read (default: `client`'s namespace).
+   * A namespace of their own lets the gateways' Role reach nothing else (ADR 0017).
+   */
+  snapshotClient?: KubeClient;
   log?: Logger;
   isLeader?: () => boolean;
   writer?: WriterOptions;
@@ -53,6 +58,9 @@ export interface ControllerStats {
 
 export class Controller {
   private readonly client: KubeClient;
+  private readonly snapshotClient: KubeClient;
+  /** The snapshot Secrets when they live in another namespace than the watched one. */
+  readonly snapshotSecrets: Informer<SecretObject> | undefined;
   private readonly log: Logger;
   private readonly isLeader: () => boolean;
   writer: SnapshotWriter;
@@ -89,9 +97,10 @@ export class Controller {
   constructor(o: ControllerOptions) {
     this.o = o;
     this.client = o.client;
+    this.snapshotClient = o.snapshotClient ?? o.client;
     this.log = o.log ?? quietLogger;
     this.isLeader = o.isLeader ?? (() => true);
-    this.writer = new SnapshotWriter(o.client, o.writer);
+    this.writer = new SnapshotWriter(this.snapshotClient, o.writer);
     this.statuses = new WorkQueue(o.statusConcurrency ?? 16, () => this.checkIdle());
     this.writes = new WorkQueue(o.statusConcurrency ?? 16, () => this.checkIdle());
     const common = { kc: o.client.kc, log: this.log, ...o.informer };
@@ -132,16 +141,27 @@ export class Controller {
     this.leases = new Informer<V1Lease>({
       ...common,
       name: 'Lease',
-      path: `/apis/coordination.k8s.io/v1/namespaces/${o.client.namespace}/leases`,
+      path: `/apis/coordination.k8s.io/v1/namespaces/${this.snapshotClient.namespace}/leases`,
       labelSelector: `${GATEWAY_REPORT_LABEL}=true`,
-      list: () => o.client.listLeases(`${GATEWAY_REPORT_LABEL}=true`),
+      list: () => this.snapshotClient.listLeases(`${GATEWAY_REPORT_LABEL}=true`),
       onChange: () => this.schedule(),
     });
+    if (this.snapshotClient.namespace !== o.client.namespace) {
+      this.snapshotSecrets = new Informer<SecretObject>({
+        ...common,
+        name: 'SnapshotSecret',
+        path: `/api/v1/namespaces/${this.snapshotClient.namespace}/secrets`,
+        labelSelector: SNAPSHOT_LABEL,
+        list: () => this.snapshotClient.listSecrets(SNAPSHOT_LABEL),
+        // Only read when a term starts (writer.recover); our own writes need no pass.
+        onChange: () => {},
+      });
+    }
   }
 
   async start(): Promise<void> {
     this.started = true;
-    await Promise.all([...Object.values(this.informers).map((i) => i.start()), this.secrets.start(), this.leases.start()]);
+    await Promise.all([...Object.values(this.informers).map((i) => i.start()), this.secrets.start(), this.leases.start(), this.snapshotSecrets?.start()]);
     if (!this.started) return;
     this.synced = true;
     this.dirty.full = true;
@@ -158,7 +178,7 @@ export class Controller {
    * sent are dropped, and a full pass runs at once.
    */
   takeover(): void {
-    this.writer = new SnapshotWriter(this.client, this.o.writer);
+    this.writer = new SnapshotWriter(this.snapshotClient, this.o.writer);
     this.compiler = new Compiler();
     this.recovered = false;
     this.sentStatus.clear();
@@ -187,6 +207,7 @@ export class Controller {
     for (const i of Object.values(this.informers)) i.stop();
     this.secrets.stop();
     this.leases.stop();
+    this.snapshotSecrets?.stop();
     await this.running;
   }
 
@@ -251,7 +272,7 @@ export class Controller {
       const apiKeys = d.full ? this.informers.ApiKey.list() : [...d.keys].map((n) => this.informers.ApiKey.get(n)).filter((r) => r !== undefined);
       for (const [r, finalizers] of finalizersToAdd(apiKeys)) this.setFinalizers(r, finalizers);
       if (!this.recovered) {
-        this.writer.recover(this.secrets.list().filter((s) => s.metadata.labels?.[SNAPSHOT_LABEL]));
+        this.writer.recover((this.snapshotSecrets ?? this.secrets).list().filter((s) => s.metadata.labels?.[SNAPSHOT_LABEL]));
         this.recovered = true;
       }
       if (!this.isLeader()) return;

@@ -10,6 +10,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 export interface OperatorOptions extends Omit<ControllerOptions, 'client' | 'isLeader'> {
   kubeConfig: KubeConfig;
   namespace: string;
+  /** Where the snapshot Secrets and the gateways' report Leases live (default: `namespace`). */
+  snapshotNamespace?: string;
   identity?: string;
   leaseName?: string;
   election?: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
@@ -32,7 +34,8 @@ export function startOperator(o: OperatorOptions): RunningOperator {
   let leading = false;
   // Every replica lists and watches from the start, so a takeover costs one pass, not a relist of 100,000 objects:
   // changes are served again within the lease duration plus about a second after a leader dies.
-  const controller = new Controller({ ...o, client, isLeader: () => leading && (o.leaderElection === false || elector.isLeader()) });
+  const snapshotClient = o.snapshotNamespace && o.snapshotNamespace !== o.namespace ? new KubeClient(o.kubeConfig, o.snapshotNamespace) : undefined;
+  const controller = new Controller({ ...o, client, snapshotClient, isLeader: () => leading && (o.leaderElection === false || elector.isLeader()) });
   const started = controller.start().catch((err: unknown) => o.log?.error({ err: (err as Error).message }, 'controller failed to start'));
   const elector: LeaderElector = new LeaderElector({
     client,

@@ -23,7 +23,10 @@ export interface KubeSourceOptions {
   log: Logger;
   /** Defaults: in-cluster config when KUBERNETES_SERVICE_HOST is set, else KUBECONFIG / ~/.kube/config. */
   kubeConfig?: KubeConfig;
-  /** Defaults: $TOLLGATE_NAMESPACE (the namespace the operator writes to), $POD_NAMESPACE, the kubeconfig context's namespace, "default". */
+  /**
+   * Where the snapshot Secrets are. Defaults: $TOLLGATE_SNAPSHOT_NAMESPACE, $TOLLGATE_NAMESPACE (the operator's
+   * watched namespace, where it writes them unless told otherwise), $POD_NAMESPACE, the kubeconfig's, "default".
+   */
   namespace?: string;
   /** Defaults: $POD_NAME, then the hostname. */
   podName?: string;
@@ -63,7 +66,7 @@ export function defaultKubeConfig(): KubeConfig {
 
 export function startKubeSource(o: KubeSourceOptions): KubeSource {
   const kc = shareConnections(o.kubeConfig ?? defaultKubeConfig());
-  const namespace = o.namespace || process.env.TOLLGATE_NAMESPACE || process.env.POD_NAMESPACE || kc.getContextObject(kc.getCurrentContext())?.namespace || 'default';
+  const namespace = o.namespace || process.env.TOLLGATE_SNAPSHOT_NAMESPACE || process.env.TOLLGATE_NAMESPACE || process.env.POD_NAMESPACE || kc.getContextObject(kc.getCurrentContext())?.namespace || 'default';
   const podName = o.podName ?? process.env.POD_NAME ?? hostname();
   const core = kc.makeApiClient(CoreV1Api);
   const leases = kc.makeApiClient(CoordinationV1Api);

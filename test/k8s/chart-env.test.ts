@@ -64,7 +64,7 @@ describe('ci/dev-values.yaml: the processes do what the values say', () => {
     expect(env.operator.TOLLGATE_LEADER_ELECTION).toBe('false');
     const namespace = env.operator.TOLLGATE_NAMESPACE;
     expect(namespace).toBe('tollgate-resources');
-    operator = startOperator({ kubeConfig: api.kubeConfig(namespace), namespace, leaderElection: env.operator.TOLLGATE_LEADER_ELECTION !== 'false', identity: 'op', informer: { backoffBaseMs: 50, backoffMaxMs: 300 } });
+    operator = startOperator({ kubeConfig: api.kubeConfig(namespace), namespace, snapshotNamespace: env.operator.TOLLGATE_SNAPSHOT_NAMESPACE, leaderElection: env.operator.TOLLGATE_LEADER_ELECTION !== 'false', identity: 'op', informer: { backoffBaseMs: 50, backoffMaxMs: 300 } });
     const cluster = new TestCluster(api.kubeConfig(namespace), namespace);
     await cluster.apply('Organization', 'acme', { models: ['*'] });
     await eventually(async () => (await cluster.condition('Organization', 'acme', 'Ready'))?.status === 'True', 5000, 'Organization Ready');
@@ -73,10 +73,11 @@ describe('ci/dev-values.yaml: the processes do what the values say', () => {
     expect(leases.items.map((l) => l.metadata?.name)).not.toContain('tollgate-operator');
   });
 
-  it('the gateway reads the snapshot from TOLLGATE_NAMESPACE (not its own namespace), bounded by the rendered staleness values', async () => {
+  it('the gateway reads the snapshot from the snapshot namespace the operator writes to (not its own), bounded by the rendered staleness values', async () => {
     expect(env.gateway.TOLLGATE_NAMESPACE).toBe('tollgate-resources');
+    expect(env.gateway.TOLLGATE_SNAPSHOT_NAMESPACE).toBe(env.operator.TOLLGATE_SNAPSHOT_NAMESPACE);
     source = withEnv(env.gateway, () => startKubeSource({ holder, log: quietLogger, kubeConfig: api.kubeConfig('default'), podName: 'gw-0', informer: { backoffBaseMs: 50, backoffMaxMs: 300 } }));
-    expect(source.namespace).toBe('tollgate-resources');
+    expect(source.namespace).toBe('tollgate-resources-snapshot');
     await source.loaded;
     expect(holder.current!.organizations.has('acme')).toBe(true);
     expect(holder.refuseWhenStale).toBe(true);

@@ -9,7 +9,7 @@ import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ClusterRole, Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
-import { Service, ServiceAccount } from 'kubernetes-models/v1';
+import { Namespace, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { CrdValidator } from '../support/crd-validator.ts';
@@ -25,6 +25,7 @@ const MODELS: Record<string, { new (data: never): { validate(): void } }> = {
   'apps/v1/Deployment': Deployment,
   'v1/Service': Service,
   'v1/ServiceAccount': ServiceAccount,
+  'v1/Namespace': Namespace,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'rbac.authorization.k8s.io/v1/Role': Role,
@@ -104,7 +105,7 @@ describe('helm template with the default values', () => {
 
   it('renders only objects valid against the Kubernetes schemas', () => {
     validateAll(objects);
-    expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRole', 'Deployment', 'Deployment', 'PodDisruptionBudget', 'PodDisruptionBudget', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount', 'ServiceAccount']);
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRole', 'Deployment', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'PodDisruptionBudget', 'Role', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount', 'ServiceAccount']);
   });
 
   it('the operator: 2 replicas, leader election on, its own ServiceAccount, hardened', () => {
@@ -190,6 +191,11 @@ describe('helm template with the default values', () => {
       'tollgate.dev/providers: get,list,patch,update,watch',
     ]);
     expect(rules('-gateway')).toEqual(['coordination.k8s.io/leases: create,delete,get,update', 'core/secrets: get,list,watch']);
+    expect(rules('-operator-snapshot')).toEqual(['coordination.k8s.io/leases: get,list,watch', 'core/secrets: create,delete,get,list,update,watch']);
+    // The gateway's Role is in the snapshot namespace only: no ApiKey Secret, no operator leader Lease within reach.
+    expect(find(objects, 'Role', '-gateway')!.metadata.namespace).toBe('tollgate-snapshot');
+    expect(find(objects, 'RoleBinding', '-gateway')!.metadata.namespace).toBe('tollgate-snapshot');
+    expect(find(objects, 'Namespace', 'tollgate-snapshot')).toBeDefined();
     for (const o of objects.filter((x) => x.kind === 'Role' || x.kind === 'ClusterRole')) {
       for (const r of o.rules!) expect([...r.apiGroups, ...r.resources, ...r.verbs]).not.toContain('*');
     }
@@ -241,8 +247,11 @@ describe('helm template with ci/dev-values.yaml', () => {
     expect(podSpec(find(objects, 'Deployment', '-gateway')!).topologySpreadConstraints).toBeUndefined();
   });
 
-  it('binds the Roles in the watched namespace, to ServiceAccounts in the release namespace', () => {
-    for (const o of objects.filter((x) => x.kind === 'Role' || x.kind === 'RoleBinding')) expect(o.metadata.namespace).toBe('tollgate-resources');
+  it('binds the Roles in the watched and the snapshot namespace, to ServiceAccounts in the release namespace', () => {
+    const where = (suffix: string) => objects.filter((x) => (x.kind === 'Role' || x.kind === 'RoleBinding') && x.metadata.name.endsWith(suffix)).map((x) => x.metadata.namespace);
+    expect(where('-operator')).toEqual(['tollgate-resources', 'tollgate-resources']);
+    expect([...where('-operator-snapshot'), ...where('-gateway')]).toEqual(Array(4).fill('tollgate-resources-snapshot'));
+    expect(envOf(podSpec(find(objects, 'Deployment', '-gateway')!).containers[0]).TOLLGATE_SNAPSHOT_NAMESPACE).toBe('tollgate-resources-snapshot');
     const binding = find(objects, 'RoleBinding', '-operator') as K8sObject & { subjects: { name: string; namespace: string }[] };
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'tollgate-dev-operator-sa', namespace: NAMESPACE }]);
     expect(envOf(podSpec(find(objects, 'Deployment', '-gateway')!).containers[0]).TOLLGATE_NAMESPACE).toBe('tollgate-resources');

@@ -39,6 +39,11 @@ app.kubernetes.io/part-of: tollgate
 {{- default .Release.Namespace .Values.operator.watchNamespace }}
 {{- end }}
 
+{{/* Snapshot Secrets and gateway report Leases: a namespace of their own unless snapshot.namespace says otherwise. */}}
+{{- define "tollgate.snapshotNamespace" -}}
+{{- default (printf "%s-snapshot" (include "tollgate.watchNamespace" .)) .Values.snapshot.namespace }}
+{{- end }}
+
 {{- define "tollgate.image" -}}
 {{- if .Values.image.digest }}
 {{- printf "%s:%s@%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) .Values.image.digest }}
