@@ -4,12 +4,12 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Deployment } from 'kubernetes-models/apps/v1';
+import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ClusterRole, Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
-import { Namespace, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { Namespace, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { CrdValidator } from '../support/crd-validator.ts';
@@ -26,6 +26,8 @@ const MODELS: Record<string, { new (data: never): { validate(): void } }> = {
   'v1/Service': Service,
   'v1/ServiceAccount': ServiceAccount,
   'v1/Namespace': Namespace,
+  'v1/Secret': Secret,
+  'apps/v1/StatefulSet': StatefulSet,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'rbac.authorization.k8s.io/v1/Role': Role,
@@ -258,6 +260,49 @@ describe('helm template with ci/dev-values.yaml', () => {
   });
 });
 
+describe('helm template with ci/eval-values.yaml (a database of its own)', () => {
+  it('lints --strict', async () => {
+    const r = await helm(['lint', '--strict', CHART, '-f', `${CHART}/ci/eval-values.yaml`]);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+  });
+
+  it('without CloudNativePG: one Postgres pod from the official image with a PVC, its password generated into a Secret that DATABASE_URL reads', async () => {
+    const objects = await template(CHART, ['-f', `${CHART}/ci/eval-values.yaml`]);
+    validateAll(objects);
+    const sts = find(objects, 'StatefulSet', '-postgres')!;
+    const spec = sts.spec as { replicas: number; volumeClaimTemplates: { spec: { resources: { requests: { storage: string } } } }[]; template: { spec: PodSpec } };
+    expect(spec.replicas).toBe(1);
+    expect(spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('8Gi');
+    const c = spec.template.spec.containers[0] as Container & { image: string };
+    expect(c.image).toMatch(/^postgres:\d+$/);
+    expect(envOf(c)).toMatchObject({ POSTGRES_USER: 'tollgate', POSTGRES_DB: 'tollgate', POSTGRES_PASSWORD: { secretKeyRef: { name: 'tg-tollgate-postgres', key: 'password' } } });
+    const secret = find(objects, 'Secret', '-postgres') as K8sObject & { stringData: { password: string; DATABASE_URL: string } };
+    expect(secret.stringData.password).toMatch(/^[A-Za-z0-9]{32}$/);
+    const url = new URL(secret.stringData.DATABASE_URL);
+    expect({ protocol: url.protocol, user: url.username, password: url.password, host: url.hostname, port: url.port, db: url.pathname }).toEqual({ protocol: 'postgres:', user: 'tollgate', password: secret.stringData.password, host: 'tg-tollgate-postgres.tollgate.svc', port: '5432', db: '/tollgate' });
+    expect(find(objects, 'Service', '-postgres')!.spec!.selector).toEqual((sts.spec as { selector: { matchLabels: unknown } }).selector.matchLabels);
+    expect(envOf(podSpec(find(objects, 'Deployment', '-gateway')!).containers[0]).DATABASE_URL).toEqual({ secretKeyRef: { name: 'tg-tollgate-postgres', key: 'DATABASE_URL' } });
+  });
+
+  it('with the CloudNativePG CRD present: a one-instance Cluster instead, DATABASE_URL from the Secret it writes', async () => {
+    const objects = await template(CHART, ['-f', `${CHART}/ci/eval-values.yaml`, '--api-versions', 'postgresql.cnpg.io/v1/Cluster']);
+    validateAll(objects.filter((o) => o.apiVersion !== 'postgresql.cnpg.io/v1'));
+    expect(find(objects, 'StatefulSet', '-postgres')).toBeUndefined();
+    expect(find(objects, 'Cluster', '-postgres')!.spec).toMatchObject({ instances: 1, bootstrap: { initdb: { database: 'tollgate', owner: 'tollgate' } }, storage: { size: '8Gi' } });
+    expect(envOf(podSpec(find(objects, 'Deployment', '-gateway')!).containers[0]).DATABASE_URL).toEqual({ secretKeyRef: { name: 'tg-tollgate-postgres-app', key: 'uri' } });
+  });
+
+  it('is off in the default and HA values; cloudnativepg without its CRD is refused', async () => {
+    for (const args of [[], ['-f', `${CHART}/ci/ha-values.yaml`]]) {
+      const objects = await template(CHART, args);
+      expect(objects.filter((o) => o.metadata.name.endsWith('-postgres'))).toEqual([]);
+    }
+    const r = await helm(['template', 'tg', CHART, '--set', 'postgres.enabled=true,postgres.kind=cloudnativepg']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('Cluster CRD is not installed');
+  });
+});
+
 describe('values.schema.json', () => {
   it('rejects a bad values file: helm template fails with every schema error', async () => {
     const r = await helm(['template', 'tg', CHART, '-f', 'test/fixtures/helm/bad-values.yaml']);
@@ -322,6 +367,18 @@ describe('NOTES.txt', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+  it.each([
+    [[], "the chart's own Postgres (StatefulSet tg-tollgate-postgres"],
+    [['--api-versions', 'postgresql.cnpg.io/v1/Cluster'], "the chart's own CloudNativePG Cluster tg-tollgate-postgres"],
+  ])('with the evaluation profile %s: says which database is in use and how to move to a managed one', async (extra, which) => {
+    const r = await helm(['template', 'tg', join(dir, 'tollgate'), '--namespace', NAMESPACE, '-f', `${CHART}/ci/eval-values.yaml`, ...extra, '--show-only', 'templates/zz-notes.yaml']);
+    expect(r.status, r.stderr).toBe(0);
+    const notes = (parseYaml(r.stdout) as { data: { notes: string } }).data.notes;
+    expect(notes).toContain(which);
+    expect(notes).toContain('--set postgres.enabled=false,database.existingSecret=<secret>');
+    expect(notes).not.toContain('create secret generic tollgate-database');
+  });
+
   it('tells the user how to create a first ApiKey and read its Secret', async () => {
     const r = await helm(['template', 'tg', join(dir, 'tollgate'), '--namespace', NAMESPACE, '--show-only', 'templates/zz-notes.yaml']);
     expect(r.status, r.stderr).toBe(0);
@@ -331,7 +388,7 @@ describe('NOTES.txt', () => {
     expect(notes).toContain("-o jsonpath='{.status.secretName}'");
     expect(notes).toContain("-o jsonpath='{.data.key}' | base64 -d");
     expect(notes).toContain('svc/tg-tollgate-gateway');
-    expect(notes).toContain('Secret tollgate-database, key DATABASE_URL');
+    expect(notes).toContain('Secret tollgate-database, key DATABASE_URL (a database you manage)');
     // The example in NOTES is itself a valid ApiKey.
     const apiKey = /cat <<'YAML'[^\n]*\n([\s\S]*?)\n\s*YAML/.exec(notes)![1].replace(/^ {5}/gm, '');
     expect(validator.validate(parseYaml(apiKey))).toEqual([]);

@@ -87,3 +87,26 @@ runAsNonRoot: true
 capabilities:
   drop: [ALL]
 {{- end }}
+
+{{/* Which database of its own the chart runs: cloudnativepg (when asked, or "auto" and the CRD is there) or statefulset. */}}
+{{- define "tollgate.postgresKind" -}}
+{{- $cnpg := .Capabilities.APIVersions.Has "postgresql.cnpg.io/v1/Cluster" }}
+{{- if eq .Values.postgres.kind "cloudnativepg" }}
+{{- if not $cnpg }}{{ fail "postgres.kind is cloudnativepg but the postgresql.cnpg.io/v1 Cluster CRD is not installed" }}{{ end }}cloudnativepg
+{{- else if and (eq .Values.postgres.kind "auto") $cnpg }}cloudnativepg
+{{- else }}statefulset
+{{- end }}
+{{- end }}
+
+{{/* The Secret and key DATABASE_URL comes from. */}}
+{{- define "tollgate.databaseSecret" -}}
+{{- if .Values.postgres.enabled }}
+{{- if eq (include "tollgate.postgresKind" .) "cloudnativepg" }}
+{{- printf "%s-postgres-app uri" (include "tollgate.fullname" .) }}
+{{- else }}
+{{- printf "%s-postgres DATABASE_URL" (include "tollgate.fullname" .) }}
+{{- end }}
+{{- else }}
+{{- printf "%s %s" .Values.database.existingSecret .Values.database.secretKey }}
+{{- end }}
+{{- end }}
