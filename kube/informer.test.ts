@@ -47,3 +47,12 @@ describe('supervised informer', () => {
     expect(informer.connected).toBe(true);
   });
 });
+
+describe('slim', () => {
+  it('drops managedFields and the kubectl last-applied copy, keeps everything else', async () => {
+    const { slim } = await import('./informer.ts');
+    const o = { metadata: { name: 'a', resourceVersion: '7', managedFields: [{ manager: 'kubectl' }], annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"big":1}', keep: 'x' } }, spec: { a: 1 } };
+    expect(slim(o)).toEqual({ metadata: { name: 'a', resourceVersion: '7', annotations: { keep: 'x' } }, spec: { a: 1 } });
+    expect(slim({ metadata: { name: 'b', annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}' } } })).toEqual({ metadata: { name: 'b' } });
+  });
+});

@@ -45,6 +45,25 @@ export const quietLogger: Logger = { info() {}, warn() {}, error() {} };
 
 export type ChangeType = 'add' | 'update' | 'delete' | 'sync';
 
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * Drops what no reader of the cache uses but every object may carry: managedFields (server-side apply's field
+ * ownership, often larger than the spec) and kubectl's last-applied copy of the whole object. At 50,000 ApiKeys and
+ * their Secrets that is most of a cached object's size.
+ */
+export function slim<T>(obj: T): T {
+  const m = (obj as { metadata?: { managedFields?: unknown; annotations?: Record<string, string> } }).metadata;
+  if (m) {
+    delete m.managedFields;
+    if (m.annotations && LAST_APPLIED in m.annotations) {
+      delete m.annotations[LAST_APPLIED];
+      if (Object.keys(m.annotations).length === 0) delete m.annotations;
+    }
+  }
+  return obj;
+}
+
 export interface InformerOptions<T> {
   name: string;
   kc: KubeConfig;
@@ -198,7 +217,7 @@ export class Informer<T extends Named> {
     const res = await this.o.list();
     this.stats.lists++;
     const next = new Map<string, T>();
-    for (const item of res.items) next.set(item.metadata?.name ?? '', item);
+    for (const item of res.items) next.set(item.metadata?.name ?? '', slim(item));
     const old = this.cache;
     this.cache = next;
     this.rv = res.metadata?.resourceVersion ?? '';
@@ -230,6 +249,7 @@ export class Informer<T extends Named> {
           if (obj.code === 410) gone = true;
           return;
         }
+        slim(obj);
         const name = obj.metadata?.name;
         if (type === 'BOOKMARK') {
           this.rv = obj.metadata?.resourceVersion ?? this.rv;

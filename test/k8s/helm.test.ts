@@ -8,6 +8,7 @@ import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { ClusterRole, Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { Namespace, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,6 +29,8 @@ const MODELS: Record<string, { new (data: never): { validate(): void } }> = {
   'v1/Namespace': Namespace,
   'v1/Secret': Secret,
   'apps/v1/StatefulSet': StatefulSet,
+  'networking.k8s.io/v1/Ingress': Ingress,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'rbac.authorization.k8s.io/v1/Role': Role,
@@ -224,6 +227,19 @@ describe('helm template with ci/ha-values.yaml', () => {
     expect(find(objects, 'PodDisruptionBudget', '-gateway')!.spec).not.toHaveProperty('maxUnavailable');
   });
 
+  it('never plain HTTP on 443: a ClusterIP Service on 80 behind an Ingress with TLS; NetworkPolicies on', () => {
+    const svc = find(objects, 'Service', '-gateway')!;
+    expect(svc.spec).toMatchObject({ type: 'ClusterIP', ports: [expect.objectContaining({ name: 'http', port: 80 }), expect.anything()] });
+    const ing = find(objects, 'Ingress', '-gateway')!;
+    expect(ing.spec).toMatchObject({ ingressClassName: 'nginx', tls: [{ hosts: ['tollgate.internal.example.com'], secretName: 'tollgate-tls' }] });
+    const policies = objects.filter((o) => o.kind === 'NetworkPolicy');
+    expect(policies.map((p) => p.metadata.name).sort()).toEqual(['tg-tollgate-gateway', 'tg-tollgate-operator']);
+    const gw = policies.find((p) => p.metadata.name.endsWith('-gateway'))!.spec as { ingress: { ports: { port: string }[]; from?: unknown[] }[]; egress: { ports: { port: number }[] }[] };
+    expect(gw.ingress.map((r) => r.ports[0].port)).toEqual(['http', 'metrics']);
+    expect(gw.ingress[1].from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
+    expect(gw.egress.flatMap((r) => r.ports.map((p) => p.port))).toEqual([53, 53, 443, 5432, 6379, 6443]);
+  });
+
   it('reads DATABASE_URL from the named Secret and key, pins the image', () => {
     const c = podSpec(find(objects, 'Deployment', '-gateway')!).containers[0] as Container & { image: string; imagePullPolicy: string };
     expect(envOf(c).DATABASE_URL).toEqual({ secretKeyRef: { name: 'tollgate-postgres', key: 'url' } });
@@ -326,6 +342,22 @@ describe('values.schema.json', () => {
     const r = await helm(['template', 'tg', CHART, ...args]);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain(message);
+  });
+
+  it.each([
+    ['plain HTTP on port 443', ['--set', 'gateway.service.port=443'], 'would serve plain HTTP on the HTTPS port'],
+    ['an Ingress without TLS', ['--set', 'ingress.enabled=true,ingress.host=a.example.com'], 'ingress.tls.secretName is required'],
+    ['an HTTPRoute without a listener', ['--set', 'httpRoute.enabled=true,httpRoute.parentRefs[0].name=public'], 'sectionName'],
+  ])('refuses %s', async (_what, args, message) => {
+    const r = await helm(['template', 'tg', CHART, ...args]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(message);
+  });
+
+  it('an HTTPRoute attaches to the named HTTPS listener; 443 is allowed when the load balancer terminates TLS', async () => {
+    const objects = await template(CHART, ['--set', 'httpRoute.enabled=true,httpRoute.parentRefs[0].name=public,httpRoute.parentRefs[0].sectionName=https,httpRoute.hostnames[0]=ai.example.com']);
+    expect(find(objects, 'HTTPRoute', '-gateway')!.spec).toMatchObject({ parentRefs: [{ name: 'public', sectionName: 'https' }], hostnames: ['ai.example.com'], rules: [{ backendRefs: [{ name: 'tg-tollgate-gateway', port: 80 }] }] });
+    expect((await helm(['template', 'tg', CHART, '--set', 'gateway.service.port=443,gateway.service.tlsTerminatedByLoadBalancer=true'])).status).toBe(0);
   });
 
   it('pulls by digest when one is given', async () => {
