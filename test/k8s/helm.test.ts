@@ -126,6 +126,13 @@ describe('helm template with the default values', () => {
     expect(pod.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
   });
 
+  it('the operator: memory that fits 50,000 ApiKeys (529 MB RSS measured by bench/k8s-scale.ts), with headroom', () => {
+    const mi = (q: string) => Number(/^(\d+)Mi$/.exec(q)?.[1] ?? Number(/^(\d+)Gi$/.exec(q)?.[1]) * 1024);
+    const r = podSpec(find(objects, 'Deployment', '-operator')!).containers[0].resources as { requests: { memory: string }; limits: { memory: string } };
+    expect(mi(r.requests.memory)).toBeGreaterThanOrEqual(Math.ceil((529 * 1e6) / 2 ** 20));
+    expect(mi(r.limits.memory)).toBeGreaterThanOrEqual(1.5 * mi(r.requests.memory));
+  });
+
   it('the operator: a metrics port, and liveness and readiness probes on it', () => {
     const c = podSpec(find(objects, 'Deployment', '-operator')!).containers[0];
     expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
