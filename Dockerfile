@@ -13,8 +13,9 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
 COPY gateway ./gateway
 COPY operator ./operator
+COPY kube ./kube
 # Tests are not shipped (.dockerignore keeps most out; this catches any that slipped in).
-RUN find gateway operator -name '*.test.ts' -delete
+RUN find gateway operator kube -name '*.test.ts' -delete
 
 FROM ${NODE_IMAGE} AS runtime
 # A bounded young generation: V8 otherwise sizes it from the host's memory (128 MB committed on a 24 GB

@@ -107,9 +107,15 @@ async function main(argv: string[]): Promise<number> {
     if (notice) console.error(notice);
     const stop = (signal: string) => {
       running.app.log.info({ signal }, 'draining');
-      const force = setTimeout(() => process.exit(1), 30_000);
+      // The drain budget: what the pod's termination grace period leaves (the chart sets it), else 30 s.
+      const budget = Number(process.env.TOLLGATE_DRAIN_SECONDS) > 0 ? Number(process.env.TOLLGATE_DRAIN_SECONDS) * 1000 : 30_000;
+      const force = setTimeout(() => {
+        running.app.log.error({ budgetMs: budget }, 'drain budget spent; exiting with requests still open');
+        process.exit(1);
+      }, budget);
       force.unref();
-      running.close().then(
+      // Requests get the budget less what the journal flush may take (the ledger's close timeout, 5 s) and a margin.
+      running.close(Math.max(500, budget - 6000)).then(
         () => process.exit(0),
         (err: unknown) => {
           running.app.log.error({ err: (err as Error).message }, 'shutdown failed');

@@ -68,8 +68,12 @@ export interface RunningGateway {
   adminUrl?: string;
   /** The addresses actually bound, as `host:port`. */
   listening: { api: string; admin?: string };
-  /** Readiness off, in-flight requests finish, the journal flushes, connections close. */
-  close(): Promise<void>;
+  /**
+   * Readiness off, in-flight requests finish, the journal flushes, connections close. With `drainMs`, requests
+   * and streams still open after that long are cut (each still billed for what it relayed) so the journal flush
+   * fits in the pod's termination grace period.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -169,12 +173,24 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   }
   const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log });
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> =>
+  const close = (drainMs?: number): Promise<void> =>
     (closing ??= (async () => {
       draining.value = true;
       await watcher.close();
-      await app.close();
-      await upstream.close();
+      const closed = app.close();
+      let late = false;
+      if (drainMs !== undefined && !(await within(closed, drainMs))) {
+        late = true;
+        log.warn({ drainMs }, 'drain budget spent: cutting the requests and streams still open');
+        app.server.closeAllConnections();
+        await within(closed, 1000);
+      } else await closed;
+      // Relays whose client is gone may read on upstream to bill what was sent: past the budget they get a second,
+      // then their upstream requests are aborted; each still records its row before the journal flush below.
+      if (late && !(await within(upstream.close(), 1000))) {
+        await upstream.destroy().catch(() => {});
+        await new Promise((r) => setImmediate(r));
+      } else if (!late) await upstream.close();
       await ledger.close();
       if (ownsStore) await store.close();
       await admin?.close();
@@ -208,6 +224,14 @@ async function probeListen(host: string, port: number): Promise<void> {
   } finally {
     if (probe.listening) await new Promise((r) => probe.close(r));
   }
+}
+
+/** Resolves true once `p` settles within `ms`, false when the time runs out first. */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const done = await Promise.race([p.then(() => true, () => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]);
+  clearTimeout(timer);
+  return done;
 }
 
 /** One pino logger for the server and the ledger; keys and credentials are redacted wherever they could appear. */

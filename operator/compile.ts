@@ -127,11 +127,13 @@ export function compileBase(world: World): BaseCompiled {
     else providers.set(r.metadata.name, { r, entry: c.value });
   }
 
+  // The CRD's last tier has no upTo (a CRD field cannot be null); the snapshot spells that bound null.
+  const unboundedLastTier = (tiers: PricingGroupSpec['tiers']) => (Array.isArray(tiers) ? tiers.map((t) => (t && typeof t === 'object' && !('upTo' in t) ? { ...t, upTo: null } : t)) : tiers);
   const groups = new Map<string, { r: Resource<PricingGroupSpec>; entry: z.output<typeof pricingGroupSchema> }>();
   for (const r of world.pricingGroups) {
     if (deleting(r)) continue;
     const s = r.spec ?? {};
-    const c = check(pricingGroupSchema, s.mode === 'input_tokens_tiers' ? { id: r.metadata.name, mode: s.mode, tiers: s.tiers, discount: s.discount } : { id: r.metadata.name, mode: s.mode, prices: s.prices, discount: s.discount });
+    const c = check(pricingGroupSchema, s.mode === 'input_tokens_tiers' ? { id: r.metadata.name, mode: s.mode, tiers: unboundedLastTier(s.tiers), discount: s.discount } : { id: r.metadata.name, mode: s.mode, prices: s.prices, discount: s.discount });
     if (!c.ok) bad('PricingGroup', r, 'InvalidSpec', c.issues.join('; '));
     else groups.set(r.metadata.name, { r, entry: c.value });
   }

@@ -1,27 +1,35 @@
-// The reconcile loop: informers feed one level-triggered, idempotent pass that compiles the namespace, writes
-// what changed, issues key Secrets, keeps the revocation finalizer, and brings every status up to date. A pass
-// looks at the ApiKeys the informers reported changed, not all 50,000; a full pass (start, a relist of the
-// ApiKeys or Secrets, after an error) looks at everything. Writes happen only while `isLeader()` says so.
+// The watching and queueing half of the operator: informers feed one level-triggered, idempotent pass that
+// compiles the namespace, writes what changed, issues key Secrets, keeps the revocation finalizer, and brings
+// every status up to date; the decisions themselves are in reconcile.ts. A pass looks at the ApiKeys the
+// informers reported changed, not all 50,000; a full pass (start, a takeover, a relist of the ApiKeys or Secrets,
+// after an error) looks at everything. Every replica keeps its informers warm; passes and writes happen only
+// while `isLeader()` says so, and a new leadership term starts with `takeover()`.
 import type { V1Lease } from '@kubernetes/client-node';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import { GATEWAY_REPORT_LABEL, SNAPSHOT_LABEL } from '../gateway/snapshot/kube-format.ts';
 import type { Compiled, World } from './compile.ts';
 import { Compiler } from './compile.ts';
-import type { Logger } from '../gateway/snapshot/kube-informer.ts';
-import { Informer, quietLogger } from '../gateway/snapshot/kube-informer.ts';
-import type { ChangeType } from '../gateway/snapshot/kube-informer.ts';
+import type { Logger } from '../kube/informer.ts';
+import { Informer, quietLogger } from '../kube/informer.ts';
+import type { ChangeType } from '../kube/informer.ts';
 import type { ApiKeySpec, Kind, Resource, SecretObject } from './kinds.ts';
-import { API_KEY_LABEL, API_VERSION, FINALIZER, KIND_NAMES, keySecretName, refOf } from './kinds.ts';
+import { API_KEY_LABEL, API_VERSION, KIND_NAMES, keySecretName, refOf } from './kinds.ts';
 import type { KubeClient } from './kube.ts';
 import { statusOf } from './kube.ts';
 import type { WriteResult, WriterOptions } from './snapshot-writer.ts';
 import { SnapshotWriter } from './snapshot-writer.ts';
 import { WorkQueue } from './work-queue.ts';
 import { desiredStatus, livePods, sameStatus, statusKey } from './status.ts';
-import type { OperatorMetrics } from '../gateway/telemetry/operator-metrics.ts';
+import { appliedAtGeneration, expiryDelay, finalizersToAdd, finalizersToRelease, invalidCounts, isMistake, statusExtra, statusInputs } from './reconcile.ts';
+import type { OperatorMetrics } from './metrics.ts';
 
 export interface ControllerOptions {
   client: KubeClient;
+  /**
+   * Where the snapshot Secrets are written and the gateways' report Leases read (default: `client`'s namespace).
+   * A namespace of their own lets the gateways' Role reach nothing else (ADR 0017).
+   */
+  snapshotClient?: KubeClient;
   log?: Logger;
   isLeader?: () => boolean;
   writer?: WriterOptions;
@@ -48,14 +56,15 @@ export interface ControllerStats {
   lastError: string | undefined;
 }
 
-const NO_EVENT_REASONS = new Set(['Issuing', 'Disabled', 'Expired', 'Compiled', 'Issued']);
-
 export class Controller {
   private readonly client: KubeClient;
+  private readonly snapshotClient: KubeClient;
+  /** The snapshot Secrets when they live in another namespace than the watched one. */
+  readonly snapshotSecrets: Informer<SecretObject> | undefined;
   private readonly log: Logger;
   private readonly isLeader: () => boolean;
-  readonly writer: SnapshotWriter;
-  private readonly compiler = new Compiler();
+  writer: SnapshotWriter;
+  private compiler = new Compiler();
   /** What changed since the last pass: ApiKeys by name (the resource or its key Secret), any resource by ref. */
   private dirty = { full: true, keys: new Set<string>(), refs: new Set<string>() };
   /** Resources whose Applied condition still depends on which pods serve what. */
@@ -88,9 +97,10 @@ export class Controller {
   constructor(o: ControllerOptions) {
     this.o = o;
     this.client = o.client;
+    this.snapshotClient = o.snapshotClient ?? o.client;
     this.log = o.log ?? quietLogger;
     this.isLeader = o.isLeader ?? (() => true);
-    this.writer = new SnapshotWriter(o.client, o.writer);
+    this.writer = new SnapshotWriter(this.snapshotClient, o.writer);
     this.statuses = new WorkQueue(o.statusConcurrency ?? 16, () => this.checkIdle());
     this.writes = new WorkQueue(o.statusConcurrency ?? 16, () => this.checkIdle());
     const common = { kc: o.client.kc, log: this.log, ...o.informer };
@@ -131,16 +141,27 @@ export class Controller {
     this.leases = new Informer<V1Lease>({
       ...common,
       name: 'Lease',
-      path: `/apis/coordination.k8s.io/v1/namespaces/${o.client.namespace}/leases`,
+      path: `/apis/coordination.k8s.io/v1/namespaces/${this.snapshotClient.namespace}/leases`,
       labelSelector: `${GATEWAY_REPORT_LABEL}=true`,
-      list: () => o.client.listLeases(`${GATEWAY_REPORT_LABEL}=true`),
+      list: () => this.snapshotClient.listLeases(`${GATEWAY_REPORT_LABEL}=true`),
       onChange: () => this.schedule(),
     });
+    if (this.snapshotClient.namespace !== o.client.namespace) {
+      this.snapshotSecrets = new Informer<SecretObject>({
+        ...common,
+        name: 'SnapshotSecret',
+        path: `/api/v1/namespaces/${this.snapshotClient.namespace}/secrets`,
+        labelSelector: SNAPSHOT_LABEL,
+        list: () => this.snapshotClient.listSecrets(SNAPSHOT_LABEL),
+        // Only read when a term starts (writer.recover); our own writes need no pass.
+        onChange: () => {},
+      });
+    }
   }
 
   async start(): Promise<void> {
     this.started = true;
-    await Promise.all([...Object.values(this.informers).map((i) => i.start()), this.secrets.start(), this.leases.start()]);
+    await Promise.all([...Object.values(this.informers).map((i) => i.start()), this.secrets.start(), this.leases.start(), this.snapshotSecrets?.start()]);
     if (!this.started) return;
     this.synced = true;
     this.dirty.full = true;
@@ -149,6 +170,30 @@ export class Controller {
     this.resync = setInterval(() => this.schedule(), this.o.resyncMs ?? 30_000);
     this.resync.unref();
     this.schedule(0);
+  }
+
+  /**
+   * A new leadership term: the informers are warm already, so only the term's own state starts afresh (the last
+   * leader, maybe another replica, wrote since): the writer recovers from the snapshot Secrets, caches of what was
+   * sent are dropped, and a full pass runs at once.
+   */
+  takeover(): void {
+    this.writer = new SnapshotWriter(this.snapshotClient, this.o.writer);
+    this.compiler = new Compiler();
+    this.recovered = false;
+    this.sentStatus.clear();
+    this.settled.clear();
+    this.podDependent.clear();
+    this.lastPodsKey = '';
+    this.dirty = { full: true, keys: new Set(), refs: new Set() };
+    this.schedule(0);
+  }
+
+  /** Leadership lost: drop queued writes (each also checks isLeader() before it runs). */
+  standDown(): void {
+    this.statuses.clear();
+    this.writes.clear();
+    clearTimeout(this.expiryTimer);
   }
 
   async stop(): Promise<void> {
@@ -162,6 +207,7 @@ export class Controller {
     for (const i of Object.values(this.informers)) i.stop();
     this.secrets.stop();
     this.leases.stop();
+    this.snapshotSecrets?.stop();
     await this.running;
   }
 
@@ -224,11 +270,9 @@ export class Controller {
       this.countInvalid(c);
       for (const r of c.needsKeySecret) this.issueKey(r);
       const apiKeys = d.full ? this.informers.ApiKey.list() : [...d.keys].map((n) => this.informers.ApiKey.get(n)).filter((r) => r !== undefined);
-      for (const r of apiKeys) {
-        if (!r.metadata.deletionTimestamp && !(r.metadata.finalizers ?? []).includes(FINALIZER)) this.setFinalizers(r, [...(r.metadata.finalizers ?? []), FINALIZER]);
-      }
+      for (const [r, finalizers] of finalizersToAdd(apiKeys)) this.setFinalizers(r, finalizers);
       if (!this.recovered) {
-        this.writer.recover(this.secrets.list().filter((s) => s.metadata.labels?.[SNAPSHOT_LABEL]));
+        this.writer.recover((this.snapshotSecrets ?? this.secrets).list().filter((s) => s.metadata.labels?.[SNAPSHOT_LABEL]));
         this.recovered = true;
       }
       if (!this.isLeader()) return;
@@ -244,14 +288,13 @@ export class Controller {
         this.dirty.full = true;
       } else {
         // The snapshot in the cluster no longer holds deleting keys: their finalizer may go.
-        for (const r of c.deleting) {
-          if ((r.metadata.finalizers ?? []).includes(FINALIZER)) this.setFinalizers(r, (r.metadata.finalizers ?? []).filter((f) => f !== FINALIZER));
-        }
+        for (const [r, finalizers] of finalizersToRelease(c)) this.setFinalizers(r, finalizers);
       }
       this.updateStatuses(c, now, d.full || c.recompiled === undefined ? undefined : new Set([...c.recompiled, ...d.refs]));
       clearTimeout(this.expiryTimer);
-      if (c.nextExpiry !== undefined) {
-        this.expiryTimer = setTimeout(() => this.schedule(0), Math.min(2 ** 31 - 1, Math.max(0, c.nextExpiry - Date.now() + 5)));
+      const delay = expiryDelay(c, Date.now());
+      if (delay !== undefined) {
+        this.expiryTimer = setTimeout(() => this.schedule(0), delay);
         this.expiryTimer.unref();
       }
       this.stats.lastError = undefined;
@@ -270,9 +313,7 @@ export class Controller {
   private countInvalid(c: Compiled): void {
     const m = this.o.metrics;
     if (!m) return;
-    const invalid = new Map<Kind, number>(KIND_NAMES.map((k) => [k, 0]));
-    for (const v of c.verdicts.values()) if (!v.ready && !NO_EVENT_REASONS.has(v.reason)) invalid.set(v.kind, invalid.get(v.kind)! + 1);
-    for (const [kind, n] of invalid) m.invalidResources(kind, n);
+    for (const [kind, n] of invalidCounts(c)) m.invalidResources(kind, n);
   }
 
   /** Brings the statuses of `refs` (of every resource when undefined) up to date. */
@@ -302,29 +343,17 @@ export class Controller {
       if (r.metadata.deletionTimestamp) continue;
       const ref = refOf(kind, r.metadata.name);
       const v = c.verdicts.get(ref);
-      if (v && !v.ready && !NO_EVENT_REASONS.has(v.reason)) this.warn(kind, r, v.reason, v.message);
+      if (isMistake(v)) this.warn(kind, r, v.reason, v.message);
       // Nothing that decides this status changed since it was last found current: skip the work (50,000 keys).
       // Applied=True at this generation stays as it is (desiredStatus): then which pods serve what does not count,
       // so a gateway pod reporting a new generation does not send all 50,000 keys through desiredStatus.
-      const applied = v?.included && r.status?.conditions?.some((c) => c.type === 'Applied' && c.status === 'True' && c.observedGeneration === (r.metadata.generation ?? 0));
+      const applied = appliedAtGeneration(r, v);
       if (applied) this.podDependent.delete(ref);
       else this.podDependent.add(ref);
-      const inputs = `${r.metadata.resourceVersion}|${v ? `${v.included}|${v.reason}|${v.message}|${v.prefix}` : '-'}|${applied ? 'applied' : `${this.writer.includedSince.get(ref)}|${podsKey}`}|${this.secrets.get(keySecretName(r.metadata.name))?.metadata.resourceVersion ?? ''}`;
+      const keySecret = kind === 'ApiKey' ? this.secrets.get(keySecretName(r.metadata.name)) : undefined;
+      const inputs = statusInputs(r, v, applied, this.writer.includedSince.get(ref), podsKey, keySecret);
       if (this.settled.get(ref) === inputs) continue;
-      let extra: Record<string, unknown> = {};
-      if (kind === 'ApiKey') {
-        const secret = this.secrets.get(keySecretName(r.metadata.name));
-        const owned = secret?.metadata.ownerReferences?.some((o) => o.uid === r.metadata.uid);
-        extra = { secretName: owned ? keySecretName(r.metadata.name) : undefined, prefix: v?.prefix ?? r.status?.prefix };
-        if (extra.secretName === undefined) delete extra.secretName;
-        if (extra.prefix === undefined) delete extra.prefix;
-      } else if (kind === 'Model') {
-        // `kubectl get models` shows this joined list: a printer column shows only the first value of a list path.
-        const ups = (r.spec as { upstreams?: { protocol?: string }[] } | undefined)?.upstreams ?? [];
-        const protocols = [...new Set(ups.map((u) => u.protocol).filter((p): p is string => typeof p === 'string'))].join(',');
-        if (protocols) extra = { protocols };
-      }
-      const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, extra, stamp);
+      const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, statusExtra(kind, r, v, keySecret), stamp);
       if (sameStatus(r.status, desired)) {
         this.sentStatus.delete(ref);
         this.settled.set(ref, inputs);

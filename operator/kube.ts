@@ -2,7 +2,7 @@
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { KubeConfig, V1Lease, V1Secret } from '@kubernetes/client-node';
 import type { Condition, Kind, Resource, SecretObject } from './kinds.ts';
-import { shareConnections, statusOf } from '../gateway/snapshot/kube-informer.ts';
+import { shareConnections, statusOf } from '../kube/informer.ts';
 import { GROUP, KINDS, VERSION } from './kinds.ts';
 
 export { shareConnections, statusOf };

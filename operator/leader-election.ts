@@ -3,8 +3,8 @@
 // expiry judged by when *we* last saw the record change (local clock), never by the other holder's timestamps.
 // A leader that cannot renew within renewDeadline stops leading at once, before its lease can expire elsewhere.
 import type { V1Lease } from '@kubernetes/client-node';
-import type { Logger } from '../gateway/snapshot/kube-informer.ts';
-import { quietLogger, statusOf } from '../gateway/snapshot/kube-informer.ts';
+import type { Logger } from '../kube/informer.ts';
+import { quietLogger, statusOf } from '../kube/informer.ts';
 import type { KubeClient } from './kube.ts';
 
 export interface ElectorOptions {

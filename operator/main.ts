@@ -5,11 +5,11 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { startOperator } from './operator.ts';
 import { adminPortFromEnv } from '../gateway/telemetry/config.ts';
-import { startOperatorTelemetry } from '../gateway/telemetry/operator-metrics.ts';
+import { startOperatorTelemetry } from './metrics.ts';
 
 const { values } = parseArgs({ options: { namespace: { type: 'string' }, 'lease-name': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
 if (values.help) {
-  console.log('usage: node operator/main.ts [--namespace NS] [--lease-name NAME]\nEnvironment: TOLLGATE_NAMESPACE (else POD_NAMESPACE), POD_NAME, KUBECONFIG, LOG_LEVEL, TOLLGATE_LEASE_DURATION_SECONDS, TOLLGATE_RENEW_DEADLINE_SECONDS, TOLLGATE_RETRY_PERIOD_SECONDS.');
+  console.log('usage: node operator/main.ts [--namespace NS] [--lease-name NAME]\nEnvironment: TOLLGATE_NAMESPACE (else POD_NAMESPACE), POD_NAME, KUBECONFIG, LOG_LEVEL, TOLLGATE_LEASE_DURATION_SECONDS, TOLLGATE_RENEW_DEADLINE_SECONDS, TOLLGATE_RETRY_PERIOD_SECONDS, TOLLGATE_LEADER_ELECTION (false: lead without a Lease; one replica only), TOLLGATE_METRICS_PORT, TOLLGATE_SNAPSHOT_NAMESPACE (where snapshot Secrets and gateway reports live; default: the watched namespace).');
   process.exit(0);
 }
 const kc = new KubeConfig();
@@ -26,12 +26,14 @@ const op = startOperator({
   metrics: telemetry.metrics,
   kubeConfig: kc,
   namespace,
+  snapshotNamespace: env.TOLLGATE_SNAPSHOT_NAMESPACE || undefined,
   leaseName: values['lease-name'],
   log,
   resyncMs: seconds(env.TOLLGATE_RESYNC_SECONDS),
+  leaderElection: env.TOLLGATE_LEADER_ELECTION !== 'false',
   election: { leaseDurationMs: seconds(env.TOLLGATE_LEASE_DURATION_SECONDS), renewDeadlineMs: seconds(env.TOLLGATE_RENEW_DEADLINE_SECONDS), retryPeriodMs: seconds(env.TOLLGATE_RETRY_PERIOD_SECONDS) },
 });
-log.info({ namespace, identity: op.identity }, 'tollgate operator started');
+log.info({ namespace, snapshotNamespace: env.TOLLGATE_SNAPSHOT_NAMESPACE || namespace, identity: op.identity }, 'tollgate operator started');
 const stop = (signal: string) => {
   log.info({ signal }, 'stopping: releasing the leader Lease');
   setTimeout(() => process.exit(1), 10_000).unref();

@@ -1,6 +1,6 @@
-// One operator replica: campaigns for the leader Lease and runs the controller only while it leads.
+// One operator replica: keeps its informers warm, campaigns for the leader Lease, and reconciles only while it leads.
 import { hostname } from 'node:os';
-import type { Logger } from '../gateway/snapshot/kube-informer.ts';
+import type { Logger } from '../kube/informer.ts';
 import type { ControllerOptions } from './controller.ts';
 import { Controller } from './controller.ts';
 import { KubeClient } from './kube.ts';
@@ -10,9 +10,13 @@ import type { KubeConfig } from '@kubernetes/client-node';
 export interface OperatorOptions extends Omit<ControllerOptions, 'client' | 'isLeader'> {
   kubeConfig: KubeConfig;
   namespace: string;
+  /** Where the snapshot Secrets and the gateways' report Leases live (default: `namespace`). */
+  snapshotNamespace?: string;
   identity?: string;
   leaseName?: string;
   election?: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number };
+  /** false: this replica leads without a Lease (one replica only; the chart's operator.leaderElection.enabled). */
+  leaderElection?: boolean;
   log?: Logger;
 }
 
@@ -27,8 +31,12 @@ export interface RunningOperator {
 export function startOperator(o: OperatorOptions): RunningOperator {
   const client = new KubeClient(o.kubeConfig, o.namespace);
   const identity = o.identity ?? process.env.POD_NAME ?? `${hostname()}-${process.pid}`;
-  let controller: Controller | undefined;
-  let stopping: Promise<void> = Promise.resolve();
+  let leading = false;
+  // Every replica lists and watches from the start, so a takeover costs one pass, not a relist of 100,000 objects:
+  // changes are served again within the lease duration plus about a second after a leader dies.
+  const snapshotClient = o.snapshotNamespace && o.snapshotNamespace !== o.namespace ? new KubeClient(o.kubeConfig, o.snapshotNamespace) : undefined;
+  const controller = new Controller({ ...o, client, snapshotClient, isLeader: () => leading && (o.leaderElection === false || elector.isLeader()) });
+  const started = controller.start().catch((err: unknown) => o.log?.error({ err: (err as Error).message }, 'controller failed to start'));
   const elector: LeaderElector = new LeaderElector({
     client,
     name: o.leaseName ?? 'tollgate-operator',
@@ -36,26 +44,27 @@ export function startOperator(o: OperatorOptions): RunningOperator {
     log: o.log,
     ...o.election,
     onStartedLeading: () => {
-      const c = new Controller({ ...o, client, isLeader: () => elector.isLeader() });
-      controller = c;
-      // A new term starts with fresh caches; it waits for the last term's controller to have stopped.
-      void stopping.then(() => c.start()).catch((err: unknown) => o.log?.error({ err: (err as Error).message }, 'controller failed to start'));
+      leading = true;
+      controller.takeover();
     },
     onStoppedLeading: () => {
-      const c = controller;
-      controller = undefined;
-      if (c) stopping = c.stop();
+      leading = false;
+      controller.standDown();
     },
   });
-  elector.start();
+  if (o.leaderElection === false) {
+    leading = true;
+    controller.takeover();
+  } else elector.start();
   return {
     identity,
     elector,
-    controller: () => controller,
+    controller: () => (leading ? controller : undefined),
     async stop() {
-      await elector.stop();
-      await controller?.stop();
-      await stopping;
+      if (o.leaderElection !== false) await elector.stop();
+      leading = false;
+      await started;
+      await controller.stop();
     },
   };
 }

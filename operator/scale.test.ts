@@ -11,7 +11,7 @@ import { toPlainString } from '../gateway/billing/decimal.ts';
 import { SnapshotHolder } from '../gateway/snapshot/holder.ts';
 import { startKubeSource } from '../gateway/snapshot/kube-source.ts';
 import type { KubeSource } from '../gateway/snapshot/kube-source.ts';
-import { quietLogger } from '../gateway/snapshot/kube-informer.ts';
+import { quietLogger } from '../kube/informer.ts';
 import type { FakeApiServer } from '../test/k8s-fake/api-server.ts';
 import { startFakeApiServer } from '../test/k8s-fake/api-server.ts';
 import { eventually, TestCluster } from '../test/k8s-fake/cluster.ts';

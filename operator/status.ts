@@ -1,7 +1,7 @@
 // The status every custom resource gets: observedGeneration, Ready (from the compile verdict) and Applied
 // (how many gateway pods serve the generation compiled from it), in metav1.Condition shape.
 import type { V1Lease } from '@kubernetes/client-node';
-import { SERVED_GENERATION_ANNOTATION } from '../gateway/snapshot/kube-format.ts';
+import { SERVED_GENERATION_ANNOTATION, STALE_AFTER_ANNOTATION, STALE_ANNOTATION } from '../gateway/snapshot/kube-format.ts';
 import type { Verdict } from './compile.ts';
 import { stableStringify } from '../gateway/snapshot/runtime.ts';
 import type { Condition, Resource } from './kinds.ts';
@@ -12,14 +12,29 @@ export interface GatewayPod {
   generation: number;
 }
 
-/** Gateway pods whose report Lease is still fresh. */
+/** Time for a pod that turned not-ready to leave the Service's endpoints: readiness probe period × threshold, plus propagation. */
+export const READINESS_MARGIN_MS = 10_000;
+
+/**
+ * Gateway pods that may be receiving traffic, with the generation they serve. A pod that says it is stale is not
+ * ready: it is left out. A pod whose Lease ran out is counted still, at the generation it last reported, until its
+ * own staleness bound and the readiness margin have passed too: a pod cut off from the API cannot renew its
+ * Lease, but stays ready until its watch has been broken for that bound. So Applied never counts a generation as
+ * served while a pod that could still be receiving traffic serves an older one. (A stale pod that recovers
+ * renews its Lease at once, without the flag.)
+ */
 export function livePods(leases: V1Lease[], now: number): GatewayPod[] {
   const pods: GatewayPod[] = [];
   for (const l of leases) {
     const renew = l.spec?.renewTime ?? l.spec?.acquireTime;
     if (!renew) continue;
+    const annotations = l.metadata?.annotations ?? {};
     const renewedAt = renew instanceof Date ? renew.getTime() : Date.parse(String(renew));
-    if (renewedAt + (l.spec?.leaseDurationSeconds ?? 15) * 1000 < now) continue;
+    const expiresAt = renewedAt + (l.spec?.leaseDurationSeconds ?? 15) * 1000;
+    if (annotations[STALE_ANNOTATION] === 'true') continue;
+    const staleAfter = Number(annotations[STALE_AFTER_ANNOTATION]);
+    const mayServeUntil = expiresAt + (Number.isFinite(staleAfter) && staleAfter > 0 ? staleAfter * 1000 + READINESS_MARGIN_MS : 0);
+    if (mayServeUntil < now) continue;
     const g = Number(l.metadata?.annotations?.[SERVED_GENERATION_ANNOTATION] ?? NaN);
     pods.push({ name: l.spec?.holderIdentity ?? l.metadata?.name ?? '?', generation: Number.isFinite(g) ? g : -1 });
   }

@@ -24,6 +24,8 @@ export interface GatewayContext {
 export function snapshotOrFail(ctx: GatewayContext): RuntimeSnapshot {
   const s = ctx.holder.current;
   if (!s) throw new GatewayError('not_ready', 'The gateway has not loaded its configuration yet.');
+  // Revoked keys might still be in a stale snapshot: refuse rather than serve them (TOLLGATE_STALE_REFUSE).
+  if (ctx.holder.stale !== undefined && ctx.holder.refuseWhenStale) throw new GatewayError('not_ready', 'This gateway instance has lost contact with its configuration source; try again shortly.');
   return s;
 }
 

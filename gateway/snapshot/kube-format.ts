@@ -15,6 +15,10 @@ export const shardSecretName = (i: number): string => `tollgate-snapshot-keys-${
 export const GATEWAY_REPORT_LABEL = 'tollgate.dev/gateway-report';
 export const SERVED_GENERATION_ANNOTATION = 'tollgate.dev/snapshot-generation';
 export const SERVED_VERSION_ANNOTATION = 'tollgate.dev/snapshot-version';
+/** The pod's staleness bound in seconds: after its Lease runs out, the pod may still be ready this long. */
+export const STALE_AFTER_ANNOTATION = 'tollgate.dev/stale-after-seconds';
+/** "true" while the pod knows its snapshot may be stale (and so is not ready). */
+export const STALE_ANNOTATION = 'tollgate.dev/stale';
 export const gatewayLeaseName = (pod: string): string => `tollgate-gw-${pod}`.slice(0, 253).replace(/[^a-z0-9.-]/g, '-').replace(/[-.]+$/, '');
 
 export type SnapshotBase = Omit<Snapshot, 'apiKeys' | 'version' | 'generation'>;

@@ -9,7 +9,7 @@ import { generateApiKey } from '../auth/api-key.ts';
 import { SnapshotHolder } from './holder.ts';
 import type { SnapshotManifest } from './kube-format.ts';
 import { encodeJson, gzipBase64, MANIFEST_SECRET, sha256, shardSecretName, SNAPSHOT_LABEL } from './kube-format.ts';
-import { quietLogger } from './kube-informer.ts';
+import { quietLogger } from '../../kube/informer.ts';
 import type { KubeSource } from './kube-source.ts';
 import { startKubeSource } from './kube-source.ts';
 

@@ -2,15 +2,17 @@
 // A new snapshot is assembled from the manifest and its key shards, every part's checksum verified, validated
 // with parseSnapshot (a shard together with the base it refers to; across shards, no id or key twice) and only
 // then switched to; anything less keeps the last good snapshot serving. The pod reports the snapshot generation
-// it serves on its own Lease, which the operator counts (condition Applied).
+// it serves on its own Lease, which the operator counts (condition Applied). Staleness is bounded: once the watch
+// has been broken (or the API silent) longer than `staleAfterMs`, the pod marks its snapshot stale, so /readyz
+// fails and the Service stops sending it traffic (and, optionally, it refuses requests).
 import { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { V1Lease } from '@kubernetes/client-node';
 import { hostname } from 'node:os';
 import type { Logger } from './file-source.ts';
 import type { SnapshotHolder } from './holder.ts';
-import { Informer, shareConnections, statusOf } from './kube-informer.ts';
+import { Informer, shareConnections, statusOf } from '../../kube/informer.ts';
 import type { KeyShard, SnapshotManifest } from './kube-format.ts';
-import { GATEWAY_REPORT_LABEL, gatewayLeaseName, gunzipBase64, MANIFEST_SECRET, SERVED_GENERATION_ANNOTATION, SERVED_VERSION_ANNOTATION, sha256, SNAPSHOT_LABEL } from './kube-format.ts';
+import { GATEWAY_REPORT_LABEL, gatewayLeaseName, gunzipBase64, MANIFEST_SECRET, SERVED_GENERATION_ANNOTATION, SERVED_VERSION_ANNOTATION, sha256, SNAPSHOT_LABEL, STALE_AFTER_ANNOTATION, STALE_ANNOTATION } from './kube-format.ts';
 import type { RuntimeBase, RuntimeKey } from './runtime.ts';
 import type { Snapshot } from './schema.ts';
 import { compileBase, compileKeys } from './runtime.ts';
@@ -21,13 +23,20 @@ export interface KubeSourceOptions {
   log: Logger;
   /** Defaults: in-cluster config when KUBERNETES_SERVICE_HOST is set, else KUBECONFIG / ~/.kube/config. */
   kubeConfig?: KubeConfig;
-  /** Defaults: $POD_NAMESPACE, then the kubeconfig context's namespace, then "default". */
+  /**
+   * Where the snapshot Secrets are. Defaults: $TOLLGATE_SNAPSHOT_NAMESPACE, $TOLLGATE_NAMESPACE (the operator's
+   * watched namespace, where it writes them unless told otherwise), $POD_NAMESPACE, the kubeconfig's, "default".
+   */
   namespace?: string;
   /** Defaults: $POD_NAME, then the hostname. */
   podName?: string;
   /** The report Lease is renewed this often (default 5 s) and counts as gone after leaseDurationSeconds (15). */
   reportEveryMs?: number;
   leaseDurationSeconds?: number;
+  /** Staleness bound (default $TOLLGATE_STALE_AFTER_SECONDS, else the lease duration). */
+  staleAfterMs?: number;
+  /** Refuse requests while stale (default $TOLLGATE_STALE_REFUSE === "true"). */
+  refuseWhenStale?: boolean;
   informer?: { relistMs?: number; lastSeenLimitMs?: number; backoffBaseMs?: number; backoffMaxMs?: number };
 }
 
@@ -38,6 +47,8 @@ export interface KubeSource {
   loaded: Promise<void>;
   /** True while the watch on the snapshot Secrets is open. */
   connected(): boolean;
+  /** Why the snapshot may be stale, or undefined. */
+  stale(): string | undefined;
   close(): Promise<void>;
 }
 
@@ -55,7 +66,7 @@ export function defaultKubeConfig(): KubeConfig {
 
 export function startKubeSource(o: KubeSourceOptions): KubeSource {
   const kc = shareConnections(o.kubeConfig ?? defaultKubeConfig());
-  const namespace = o.namespace ?? process.env.POD_NAMESPACE ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+  const namespace = o.namespace || process.env.TOLLGATE_SNAPSHOT_NAMESPACE || process.env.TOLLGATE_NAMESPACE || process.env.POD_NAMESPACE || kc.getContextObject(kc.getCurrentContext())?.namespace || 'default';
   const podName = o.podName ?? process.env.POD_NAME ?? hostname();
   const core = kc.makeApiClient(CoreV1Api);
   const leases = kc.makeApiClient(CoordinationV1Api);
@@ -170,7 +181,12 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
   let closed = false;
   async function reportOnce(): Promise<void> {
     const snap = o.holder.current;
-    const annotations = { [SERVED_GENERATION_ANNOTATION]: String(snap?.generation ?? -1), [SERVED_VERSION_ANNOTATION]: snap?.version ?? '' };
+    const annotations = {
+      [SERVED_GENERATION_ANNOTATION]: String(snap?.generation ?? -1),
+      [SERVED_VERSION_ANNOTATION]: snap?.version ?? '',
+      [STALE_AFTER_ANNOTATION]: String(Math.ceil(staleAfterMs / 1000)),
+      [STALE_ANNOTATION]: String(o.holder.stale !== undefined),
+    };
     const spec = { holderIdentity: podName, leaseDurationSeconds: duration, renewTime: new Date() };
     const labels = { [GATEWAY_REPORT_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate' };
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -181,10 +197,12 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
           } catch (err) {
             if (statusOf(err) !== 404) throw err;
             lease = await leases.createNamespacedLease({ namespace, body: { metadata: { name: leaseName, labels, annotations }, spec } });
+            contacted = Date.now();
             return;
           }
         }
         lease = await leases.replaceNamespacedLease({ namespace, name: leaseName, body: { ...lease, metadata: { ...lease.metadata, labels: { ...lease.metadata?.labels, ...labels }, annotations: { ...lease.metadata?.annotations, ...annotations } }, spec: { ...lease.spec, ...spec } } });
+        contacted = Date.now();
         return;
       } catch (err) {
         lease = undefined;
@@ -212,18 +230,48 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
   const renew = setInterval(() => void report(), o.reportEveryMs ?? 5000);
   renew.unref();
 
+  // Bounded staleness. The watch may be closed (counted from when it broke) or silently dead (no event, no
+  // bookmark and no successful Lease renewal: the API is unreachable); either, past the bound, makes the pod stale.
+  const staleAfterMs = o.staleAfterMs ?? (Number(process.env.TOLLGATE_STALE_AFTER_SECONDS) > 0 ? Number(process.env.TOLLGATE_STALE_AFTER_SECONDS) * 1000 : duration * 1000);
+  o.holder.refuseWhenStale = o.refuseWhenStale ?? process.env.TOLLGATE_STALE_REFUSE === 'true';
+  let contacted = Date.now();
+  function checkStale(): void {
+    const now = Date.now();
+    const broken = informer.brokenSince === undefined ? 0 : now - informer.brokenSince;
+    const silent = now - Math.max(contacted, informer.lastSeen);
+    const why =
+      o.holder.current === undefined ? undefined
+      : broken > staleAfterMs ? `snapshot watch broken for ${Math.round(broken / 1000)} s (bound ${staleAfterMs / 1000} s)`
+      : silent > staleAfterMs ? `no contact with the Kubernetes API for ${Math.round(silent / 1000)} s (bound ${staleAfterMs / 1000} s)`
+      : undefined;
+    if ((why === undefined) === (o.holder.stale === undefined)) {
+      if (why !== undefined) o.holder.stale = why;
+      return;
+    }
+    o.holder.stale = why;
+    if (why) o.log.error({ namespace, reason: why }, 'snapshot may be stale: not ready until the watch is back');
+    else o.log.info({ namespace }, 'snapshot watch back: ready again');
+    void report();
+  }
+  const staleTimer = setInterval(checkStale, Math.max(50, Math.min(1000, staleAfterMs / 10)));
+  staleTimer.unref();
+
   void informer.start();
   return {
     namespace,
     podName,
     loaded,
     connected: () => informer.connected,
+    stale: () => o.holder.stale,
     async close() {
       closed = true;
       clearInterval(renew);
+      clearInterval(staleTimer);
       if (pending) clearImmediate(pending);
       informer.stop();
       await reporting;
+      // A pod that leaves says so: the operator stops counting it at once instead of after its Lease and bound run out.
+      await Promise.race([leases.deleteNamespacedLease({ namespace, name: leaseName }).catch(() => {}), new Promise((r) => setTimeout(r, 2000).unref())]);
     },
   };
 }

@@ -72,6 +72,11 @@ export class UpstreamClient {
     }
   }
 
+  /** Aborts every request in flight (shutdown past its drain budget); close() waits for them instead. */
+  destroy(): Promise<void> {
+    return this.agent.destroy();
+  }
+
   close(): Promise<void> {
     return this.agent.close();
   }

@@ -3,6 +3,9 @@
 // openai SDK calls a gateway with the key the operator wrote into the ApiKey's Secret.
 import OpenAI from 'openai';
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { createConnection, createServer } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -173,5 +176,86 @@ describe('cluster mode: operator + two gateways on the fake API server', () => {
     figures.afterOutageMs = Math.round(performance.now() - t0);
     const err = await new OpenAI({ baseURL: `${gateways[0].url}/api/v1`, apiKey: batchKey, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e);
     expect((err as { status?: number }).status).toBe(401);
+  });
+
+  it('a gateway cut off from the API longer than its bound turns not ready and refuses; Applied never counts it as serving the revocation', async () => {
+    // A TCP proxy in front of the API server stands for one pod's network path: closing it partitions that pod only.
+    const target = new URL(api.url);
+    const sockets = new Set<Socket>();
+    let cut = false;
+    const proxy = createServer((client) => {
+      if (cut) {
+        client.destroy();
+        return;
+      }
+      const upstreamSocket = createConnection(Number(target.port), target.hostname);
+      for (const s of [client, upstreamSocket]) {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s));
+        s.on('error', () => {});
+      }
+      client.pipe(upstreamSocket).pipe(client);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'cut', server: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`, skipTLSVerify: true }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'cut', cluster: 'cut', user: 'u', namespace: NS }],
+      currentContext: 'cut',
+    });
+    const dataDir = mkdtempSync(join(tmpdir(), 'tg-k8s-'));
+    dirs.push(dataDir);
+    const c = await startGateway({
+      kubernetes: { kubeConfig: kc, namespace: NS, podName: 'gw-cut', reportEveryMs: 300, leaseDurationSeconds: 1, staleAfterMs: 1500, refuseWhenStale: true, informer: FAST },
+      dataDir,
+      store: db.store,
+      port: 0,
+      host: '127.0.0.1',
+      logger: false,
+      flushIntervalMs: 50,
+    });
+    try {
+      await cluster.apply('ApiKey', 'cut', { organization: 'acme', project: 'cut' });
+      await eventually(async () => (await cluster.get('ApiKey', 'cut'))?.status?.secretName, 3000, 'key issued');
+      const cutKey = (await cluster.secret('cut-key'))!.key;
+      const all = [...gateways, c];
+      await eventually(() => all.every((g) => [...(g.holder.current?.keysByHash.values() ?? [])].some((k) => k.id === 'cut')), 3000, 'key on all three');
+      expect((await fetch(`${c.url}/readyz`)).status).toBe(200);
+
+      cut = true;
+      for (const s of sockets) s.destroy();
+      await cluster.patchSpec('ApiKey', 'cut', { disabled: true });
+      await eventually(() => gateways.every((g) => [...g.holder.current!.keysByHash.values()].find((k) => k.id === 'cut')?.disabled), 2000, 'revoked on the connected pods');
+      // The cut-off pod still holds the key as enabled, but past its bound it is not ready and refuses every request.
+      expect([...c.holder.current!.keysByHash.values()].find((k) => k.id === 'cut')?.disabled).toBe(false);
+      await eventually(async () => (await fetch(`${c.url}/readyz`)).status === 503, 5000, 'cut-off pod not ready');
+      const body = (await (await fetch(`${c.url}/readyz`)).json()) as { snapshot: { stale?: string } };
+      expect(body.snapshot.stale).toMatch(/snapshot watch broken|no contact/);
+      const err = await new OpenAI({ baseURL: `${c.url}/api/v1`, apiKey: cutKey, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e);
+      expect((err as { status?: number }).status).toBe(503);
+      // Its Lease has run out, but it may still have been receiving traffic: the revocation is not claimed as served everywhere.
+      await new Promise((r) => setTimeout(r, 1500));
+      const applied = await eventually(async () => {
+        const r = await cluster.get('ApiKey', 'cut');
+        const a = r?.status?.conditions?.find((x) => x.type === 'Applied');
+        return a?.observedGeneration === r?.metadata.generation ? a : undefined;
+      }, 3000, 'Applied at the new generation');
+      expect(applied).toMatchObject({ status: 'False', reason: 'Propagating' });
+      expect(applied.message).toMatch(/^2\/3 pods serve generation/);
+
+      // The path comes back: the pod reconnects promptly, loads the revocation, and is ready again.
+      cut = false;
+      const t0 = performance.now();
+      await eventually(() => [...c.holder.current!.keysByHash.values()].find((k) => k.id === 'cut')?.disabled === true, 5000, 'revocation after reconnect');
+      figures.reconnectMs = Math.round(performance.now() - t0);
+      await eventually(async () => (await fetch(`${c.url}/readyz`)).status === 200, 3000, 'ready again');
+      const after = await new OpenAI({ baseURL: `${c.url}/api/v1`, apiKey: cutKey, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }).then(() => undefined, (e: unknown) => e);
+      expect((after as { status?: number }).status).toBe(401);
+    } finally {
+      await c.close();
+      for (const s of sockets) s.destroy();
+      proxy.close();
+    }
   });
 });

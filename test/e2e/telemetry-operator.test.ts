@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Controller } from '../../operator/controller.ts';
 import { KubeClient } from '../../operator/kube.ts';
-import type { OperatorTelemetry } from '../../gateway/telemetry/operator-metrics.ts';
-import { startOperatorTelemetry } from '../../gateway/telemetry/operator-metrics.ts';
+import type { OperatorTelemetry } from '../../operator/metrics.ts';
+import { startOperatorTelemetry } from '../../operator/metrics.ts';
 import type { FakeApiServer } from '../k8s-fake/api-server.ts';
 import { startFakeApiServer } from '../k8s-fake/api-server.ts';
 import { eventually, TestCluster } from '../k8s-fake/cluster.ts';

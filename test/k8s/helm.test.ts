@@ -4,12 +4,13 @@
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Deployment } from 'kubernetes-models/apps/v1';
+import { Deployment, StatefulSet } from 'kubernetes-models/apps/v1';
 import { CustomResourceDefinition } from 'kubernetes-models/apiextensions.k8s.io/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { ClusterRole, Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
-import { Service, ServiceAccount } from 'kubernetes-models/v1';
+import { Namespace, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { CrdValidator } from '../support/crd-validator.ts';
@@ -25,6 +26,11 @@ const MODELS: Record<string, { new (data: never): { validate(): void } }> = {
   'apps/v1/Deployment': Deployment,
   'v1/Service': Service,
   'v1/ServiceAccount': ServiceAccount,
+  'v1/Namespace': Namespace,
+  'v1/Secret': Secret,
+  'apps/v1/StatefulSet': StatefulSet,
+  'networking.k8s.io/v1/Ingress': Ingress,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
   'rbac.authorization.k8s.io/v1/Role': Role,
@@ -104,7 +110,7 @@ describe('helm template with the default values', () => {
 
   it('renders only objects valid against the Kubernetes schemas', () => {
     validateAll(objects);
-    expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRole', 'Deployment', 'Deployment', 'PodDisruptionBudget', 'PodDisruptionBudget', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount', 'ServiceAccount']);
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRole', 'Deployment', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'PodDisruptionBudget', 'Role', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount', 'ServiceAccount']);
   });
 
   it('the operator: 2 replicas, leader election on, its own ServiceAccount, hardened', () => {
@@ -120,6 +126,21 @@ describe('helm template with the default values', () => {
     expect(pod.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
   });
 
+  it('the operator: memory that fits 50,000 ApiKeys (529 MB RSS measured by bench/k8s-scale.ts), with headroom', () => {
+    const mi = (q: string) => Number(/^(\d+)Mi$/.exec(q)?.[1] ?? Number(/^(\d+)Gi$/.exec(q)?.[1]) * 1024);
+    const r = podSpec(find(objects, 'Deployment', '-operator')!).containers[0].resources as { requests: { memory: string }; limits: { memory: string } };
+    expect(mi(r.requests.memory)).toBeGreaterThanOrEqual(Math.ceil((529 * 1e6) / 2 ** 20));
+    expect(mi(r.limits.memory)).toBeGreaterThanOrEqual(1.5 * mi(r.requests.memory));
+  });
+
+  it('the operator: a metrics port, and liveness and readiness probes on it', () => {
+    const c = podSpec(find(objects, 'Deployment', '-operator')!).containers[0];
+    expect(c.ports).toEqual([{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
+    expect(envOf(c).TOLLGATE_METRICS_PORT).toBe('9464');
+    expect(c.livenessProbe!.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(c.readinessProbe!.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+  });
+
   it('the gateway: cluster mode, probes on /healthz and /readyz, traffic and metrics ports, DATABASE_URL from the Secret', () => {
     const d = find(objects, 'Deployment', '-gateway')!;
     expect(d.spec!.replicas).toBe(3);
@@ -127,7 +148,12 @@ describe('helm template with the default values', () => {
     expect(c.command).toEqual(['node', 'gateway/cli.ts', 'start', '--host', '0.0.0.0', '--admin-host', '0.0.0.0']);
     const env = envOf(c);
     expect(env.TOLLGATE_MODE).toBe('kubernetes');
-    expect(env.TOLLGATE_SNAPSHOT_SELECTOR).toBe('tollgate.dev/snapshot');
+    expect(env.TOLLGATE_SNAPSHOT_SELECTOR).toBeUndefined();
+    // The drain budget is the grace period (45 s) less the preStop sleep and a margin; staleness bounded at 15 s.
+    expect((d.spec as { template: { spec: { terminationGracePeriodSeconds: number } } }).template.spec.terminationGracePeriodSeconds).toBe(45);
+    expect(env.TOLLGATE_DRAIN_SECONDS).toBe('38');
+    expect(env.TOLLGATE_STALE_AFTER_SECONDS).toBe('15');
+    expect(env.TOLLGATE_STALE_REFUSE).toBe('false');
     expect(env.DATABASE_URL).toEqual({ secretKeyRef: { name: 'tollgate-database', key: 'DATABASE_URL' } });
     expect(c.ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }, { name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
     expect(c.livenessProbe!.httpGet).toEqual({ path: '/healthz', port: 'http' });
@@ -176,7 +202,12 @@ describe('helm template with the default values', () => {
       'tollgate.dev/providers/status: get,patch,update',
       'tollgate.dev/providers: get,list,patch,update,watch',
     ]);
-    expect(rules('-gateway')).toEqual(['coordination.k8s.io/leases: create,get,patch,update', 'core/secrets: get,list,watch']);
+    expect(rules('-gateway')).toEqual(['coordination.k8s.io/leases: create,delete,get,update', 'core/secrets: get,list,watch']);
+    expect(rules('-operator-snapshot')).toEqual(['coordination.k8s.io/leases: get,list,watch', 'core/secrets: create,delete,get,list,update,watch']);
+    // The gateway's Role is in the snapshot namespace only: no ApiKey Secret, no operator leader Lease within reach.
+    expect(find(objects, 'Role', '-gateway')!.metadata.namespace).toBe('tollgate-snapshot');
+    expect(find(objects, 'RoleBinding', '-gateway')!.metadata.namespace).toBe('tollgate-snapshot');
+    expect(find(objects, 'Namespace', 'tollgate-snapshot')).toBeDefined();
     for (const o of objects.filter((x) => x.kind === 'Role' || x.kind === 'ClusterRole')) {
       for (const r of o.rules!) expect([...r.apiGroups, ...r.resources, ...r.verbs]).not.toContain('*');
     }
@@ -203,10 +234,26 @@ describe('helm template with ci/ha-values.yaml', () => {
     expect(find(objects, 'PodDisruptionBudget', '-gateway')!.spec).not.toHaveProperty('maxUnavailable');
   });
 
+  it('never plain HTTP on 443: a ClusterIP Service on 80 behind an Ingress with TLS; NetworkPolicies on', () => {
+    const svc = find(objects, 'Service', '-gateway')!;
+    expect(svc.spec).toMatchObject({ type: 'ClusterIP', ports: [expect.objectContaining({ name: 'http', port: 80 }), expect.anything()] });
+    const ing = find(objects, 'Ingress', '-gateway')!;
+    expect(ing.spec).toMatchObject({ ingressClassName: 'nginx', tls: [{ hosts: ['tollgate.internal.example.com'], secretName: 'tollgate-tls' }] });
+    const policies = objects.filter((o) => o.kind === 'NetworkPolicy');
+    expect(policies.map((p) => p.metadata.name).sort()).toEqual(['tg-tollgate-gateway', 'tg-tollgate-operator']);
+    const gw = policies.find((p) => p.metadata.name.endsWith('-gateway'))!.spec as { ingress: { ports: { port: string }[]; from?: unknown[] }[]; egress: { ports: { port: number }[] }[] };
+    expect(gw.ingress.map((r) => r.ports[0].port)).toEqual(['http', 'metrics']);
+    expect(gw.ingress[1].from).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }]);
+    expect(gw.egress.flatMap((r) => r.ports.map((p) => p.port))).toEqual([53, 53, 443, 5432, 6379, 6443]);
+  });
+
   it('reads DATABASE_URL from the named Secret and key, pins the image', () => {
     const c = podSpec(find(objects, 'Deployment', '-gateway')!).containers[0] as Container & { image: string; imagePullPolicy: string };
     expect(envOf(c).DATABASE_URL).toEqual({ secretKeyRef: { name: 'tollgate-postgres', key: 'url' } });
     expect(c.image).toBe('registry.example.com/platform/tollgate:0.1.0');
+    // Its NODE_OPTIONS replaces the image's whole: the image's young-generation bound must stay in it.
+    expect(envOf(c).NODE_OPTIONS).toContain('--max-semi-space-size=8');
+    expect(readFileSync('Dockerfile', 'utf8')).toContain('NODE_OPTIONS=--max-semi-space-size=8');
     expect(find(objects, 'Deployment', '-operator')!.spec!.replicas).toBe(3);
   });
 });
@@ -225,11 +272,57 @@ describe('helm template with ci/dev-values.yaml', () => {
     expect(podSpec(find(objects, 'Deployment', '-gateway')!).topologySpreadConstraints).toBeUndefined();
   });
 
-  it('binds the Roles in the watched namespace, to ServiceAccounts in the release namespace', () => {
-    for (const o of objects.filter((x) => x.kind === 'Role' || x.kind === 'RoleBinding')) expect(o.metadata.namespace).toBe('tollgate-resources');
+  it('binds the Roles in the watched and the snapshot namespace, to ServiceAccounts in the release namespace', () => {
+    const where = (suffix: string) => objects.filter((x) => (x.kind === 'Role' || x.kind === 'RoleBinding') && x.metadata.name.endsWith(suffix)).map((x) => x.metadata.namespace);
+    expect(where('-operator')).toEqual(['tollgate-resources', 'tollgate-resources']);
+    expect([...where('-operator-snapshot'), ...where('-gateway')]).toEqual(Array(4).fill('tollgate-resources-snapshot'));
+    expect(envOf(podSpec(find(objects, 'Deployment', '-gateway')!).containers[0]).TOLLGATE_SNAPSHOT_NAMESPACE).toBe('tollgate-resources-snapshot');
     const binding = find(objects, 'RoleBinding', '-operator') as K8sObject & { subjects: { name: string; namespace: string }[] };
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'tollgate-dev-operator-sa', namespace: NAMESPACE }]);
     expect(envOf(podSpec(find(objects, 'Deployment', '-gateway')!).containers[0]).TOLLGATE_NAMESPACE).toBe('tollgate-resources');
+  });
+});
+
+describe('helm template with ci/eval-values.yaml (a database of its own)', () => {
+  it('lints --strict', async () => {
+    const r = await helm(['lint', '--strict', CHART, '-f', `${CHART}/ci/eval-values.yaml`]);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+  });
+
+  it('without CloudNativePG: one Postgres pod from the official image with a PVC, its password generated into a Secret that DATABASE_URL reads', async () => {
+    const objects = await template(CHART, ['-f', `${CHART}/ci/eval-values.yaml`]);
+    validateAll(objects);
+    const sts = find(objects, 'StatefulSet', '-postgres')!;
+    const spec = sts.spec as { replicas: number; volumeClaimTemplates: { spec: { resources: { requests: { storage: string } } } }[]; template: { spec: PodSpec } };
+    expect(spec.replicas).toBe(1);
+    expect(spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('8Gi');
+    const c = spec.template.spec.containers[0] as Container & { image: string };
+    expect(c.image).toMatch(/^postgres:\d+$/);
+    expect(envOf(c)).toMatchObject({ POSTGRES_USER: 'tollgate', POSTGRES_DB: 'tollgate', POSTGRES_PASSWORD: { secretKeyRef: { name: 'tg-tollgate-postgres', key: 'password' } } });
+    const secret = find(objects, 'Secret', '-postgres') as K8sObject & { stringData: { password: string; DATABASE_URL: string } };
+    expect(secret.stringData.password).toMatch(/^[A-Za-z0-9]{32}$/);
+    const url = new URL(secret.stringData.DATABASE_URL);
+    expect({ protocol: url.protocol, user: url.username, password: url.password, host: url.hostname, port: url.port, db: url.pathname }).toEqual({ protocol: 'postgres:', user: 'tollgate', password: secret.stringData.password, host: 'tg-tollgate-postgres.tollgate.svc', port: '5432', db: '/tollgate' });
+    expect(find(objects, 'Service', '-postgres')!.spec!.selector).toEqual((sts.spec as { selector: { matchLabels: unknown } }).selector.matchLabels);
+    expect(envOf(podSpec(find(objects, 'Deployment', '-gateway')!).containers[0]).DATABASE_URL).toEqual({ secretKeyRef: { name: 'tg-tollgate-postgres', key: 'DATABASE_URL' } });
+  });
+
+  it('with the CloudNativePG CRD present: a one-instance Cluster instead, DATABASE_URL from the Secret it writes', async () => {
+    const objects = await template(CHART, ['-f', `${CHART}/ci/eval-values.yaml`, '--api-versions', 'postgresql.cnpg.io/v1/Cluster']);
+    validateAll(objects.filter((o) => o.apiVersion !== 'postgresql.cnpg.io/v1'));
+    expect(find(objects, 'StatefulSet', '-postgres')).toBeUndefined();
+    expect(find(objects, 'Cluster', '-postgres')!.spec).toMatchObject({ instances: 1, bootstrap: { initdb: { database: 'tollgate', owner: 'tollgate' } }, storage: { size: '8Gi' } });
+    expect(envOf(podSpec(find(objects, 'Deployment', '-gateway')!).containers[0]).DATABASE_URL).toEqual({ secretKeyRef: { name: 'tg-tollgate-postgres-app', key: 'uri' } });
+  });
+
+  it('is off in the default and HA values; cloudnativepg without its CRD is refused', async () => {
+    for (const args of [[], ['-f', `${CHART}/ci/ha-values.yaml`]]) {
+      const objects = await template(CHART, args);
+      expect(objects.filter((o) => o.metadata.name.endsWith('-postgres'))).toEqual([]);
+    }
+    const r = await helm(['template', 'tg', CHART, '--set', 'postgres.enabled=true,postgres.kind=cloudnativepg']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('Cluster CRD is not installed');
   });
 });
 
@@ -245,6 +338,39 @@ describe('values.schema.json', () => {
     const r = await helm(['template', 'tg', CHART, '--set', 'operator.leaderElection.enabled=false']);
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('operator.leaderElection.enabled');
+  });
+
+  it.each([
+    ['a PDB minAvailable over 100%', ['--set', 'gateway.podDisruptionBudget.minAvailable=150%'], 'minAvailable'],
+    ['minAvailable together with maxUnavailable', ['--set', 'gateway.podDisruptionBudget.minAvailable=2,gateway.podDisruptionBudget.maxUnavailable=1'], 'podDisruptionBudget'],
+    ['a journal larger than its volume', ['--set', 'gateway.journal.sizeLimit=1Gi,gateway.journal.maxBytes=2147483648'], 'gateway.journal.maxBytes (2147483648) is larger than its volume'],
+    ['a malformed digest', ['--set', 'image.digest=latest'], 'image.digest'],
+  ])('refuses %s', async (_what, args, message) => {
+    const r = await helm(['template', 'tg', CHART, ...args]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(message);
+  });
+
+  it.each([
+    ['plain HTTP on port 443', ['--set', 'gateway.service.port=443'], 'would serve plain HTTP on the HTTPS port'],
+    ['an Ingress without TLS', ['--set', 'ingress.enabled=true,ingress.host=a.example.com'], 'ingress.tls.secretName is required'],
+    ['an HTTPRoute without a listener', ['--set', 'httpRoute.enabled=true,httpRoute.parentRefs[0].name=public'], 'sectionName'],
+  ])('refuses %s', async (_what, args, message) => {
+    const r = await helm(['template', 'tg', CHART, ...args]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(message);
+  });
+
+  it('an HTTPRoute attaches to the named HTTPS listener; 443 is allowed when the load balancer terminates TLS', async () => {
+    const objects = await template(CHART, ['--set', 'httpRoute.enabled=true,httpRoute.parentRefs[0].name=public,httpRoute.parentRefs[0].sectionName=https,httpRoute.hostnames[0]=ai.example.com']);
+    expect(find(objects, 'HTTPRoute', '-gateway')!.spec).toMatchObject({ parentRefs: [{ name: 'public', sectionName: 'https' }], hostnames: ['ai.example.com'], rules: [{ backendRefs: [{ name: 'tg-tollgate-gateway', port: 80 }] }] });
+    expect((await helm(['template', 'tg', CHART, '--set', 'gateway.service.port=443,gateway.service.tlsTerminatedByLoadBalancer=true'])).status).toBe(0);
+  });
+
+  it('pulls by digest when one is given', async () => {
+    const digest = `sha256:${'a'.repeat(64)}`;
+    const objects = await template(CHART, ['--set', `image.tag=0.1.0,image.digest=${digest}`]);
+    for (const d of objects.filter((o) => o.kind === 'Deployment')) expect((podSpec(d).containers[0] as Container & { image: string }).image).toBe(`ghcr.io/tollgate-dev/tollgate:0.1.0@${digest}`);
   });
 
   it('refuses an HPA whose maximum is below its minimum', async () => {
@@ -280,6 +406,18 @@ describe('NOTES.txt', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+  it.each([
+    [[], "the chart's own Postgres (StatefulSet tg-tollgate-postgres"],
+    [['--api-versions', 'postgresql.cnpg.io/v1/Cluster'], "the chart's own CloudNativePG Cluster tg-tollgate-postgres"],
+  ])('with the evaluation profile %s: says which database is in use and how to move to a managed one', async (extra, which) => {
+    const r = await helm(['template', 'tg', join(dir, 'tollgate'), '--namespace', NAMESPACE, '-f', `${CHART}/ci/eval-values.yaml`, ...extra, '--show-only', 'templates/zz-notes.yaml']);
+    expect(r.status, r.stderr).toBe(0);
+    const notes = (parseYaml(r.stdout) as { data: { notes: string } }).data.notes;
+    expect(notes).toContain(which);
+    expect(notes).toContain('--set postgres.enabled=false,database.existingSecret=<secret>');
+    expect(notes).not.toContain('create secret generic tollgate-database');
+  });
+
   it('tells the user how to create a first ApiKey and read its Secret', async () => {
     const r = await helm(['template', 'tg', join(dir, 'tollgate'), '--namespace', NAMESPACE, '--show-only', 'templates/zz-notes.yaml']);
     expect(r.status, r.stderr).toBe(0);
@@ -289,7 +427,7 @@ describe('NOTES.txt', () => {
     expect(notes).toContain("-o jsonpath='{.status.secretName}'");
     expect(notes).toContain("-o jsonpath='{.data.key}' | base64 -d");
     expect(notes).toContain('svc/tg-tollgate-gateway');
-    expect(notes).toContain('Secret tollgate-database, key DATABASE_URL');
+    expect(notes).toContain('Secret tollgate-database, key DATABASE_URL (a database you manage)');
     // The example in NOTES is itself a valid ApiKey.
     const apiKey = /cat <<'YAML'[^\n]*\n([\s\S]*?)\n\s*YAML/.exec(notes)![1].replace(/^ {5}/gm, '');
     expect(validator.validate(parseYaml(apiKey))).toEqual([]);

@@ -1,10 +1,10 @@
 // The supervised informer: a silently dead watch is restarted by the lastSeen watchdog; errors back off and recover.
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FakeApiServer } from '../../test/k8s-fake/api-server.ts';
-import { startFakeApiServer } from '../../test/k8s-fake/api-server.ts';
-import { eventually } from '../../test/k8s-fake/cluster.ts';
-import { Informer } from './kube-informer.ts';
+import type { FakeApiServer } from '../test/k8s-fake/api-server.ts';
+import { startFakeApiServer } from '../test/k8s-fake/api-server.ts';
+import { eventually } from '../test/k8s-fake/cluster.ts';
+import { Informer } from './informer.ts';
 
 const NS = 'inf';
 const crd = { group: 'tollgate.dev', version: 'v1alpha1', namespace: NS, plural: 'organizations' };
@@ -45,5 +45,14 @@ describe('supervised informer', () => {
     api.store.create('tollgate.dev/v1alpha1/organizations', NS, { metadata: { name: 'after' }, spec: {} });
     await eventually(() => informer.get('after'), 3000, 'resumed');
     expect(informer.connected).toBe(true);
+  });
+});
+
+describe('slim', () => {
+  it('drops managedFields and the kubectl last-applied copy, keeps everything else', async () => {
+    const { slim } = await import('./informer.ts');
+    const o = { metadata: { name: 'a', resourceVersion: '7', managedFields: [{ manager: 'kubectl' }], annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{"big":1}', keep: 'x' } }, spec: { a: 1 } };
+    expect(slim(o)).toEqual({ metadata: { name: 'a', resourceVersion: '7', annotations: { keep: 'x' } }, spec: { a: 1 } });
+    expect(slim({ metadata: { name: 'b', annotations: { 'kubectl.kubernetes.io/last-applied-configuration': '{}' } } })).toEqual({ metadata: { name: 'b' } });
   });
 });

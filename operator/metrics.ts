@@ -1,10 +1,10 @@
 // The operator's metrics (issue 7): reconciles by kind and result, the snapshot it writes, keys, invalid resources.
 // The operator calls these; startOperatorTelemetry() gives it the same /metrics admin endpoint as the gateway.
 import type { Counter, Gauge, Histogram, Meter } from '@opentelemetry/api';
-import type { AdminLogger, AdminServer } from './admin-server.ts';
-import { startAdminServer } from './admin-server.ts';
-import { createTelemetry } from './telemetry.ts';
-import type { Telemetry } from './telemetry.ts';
+import type { AdminLogger, AdminServer } from '../gateway/telemetry/admin-server.ts';
+import { startAdminServer } from '../gateway/telemetry/admin-server.ts';
+import { createTelemetry } from '../gateway/telemetry/telemetry.ts';
+import type { Telemetry } from '../gateway/telemetry/telemetry.ts';
 
 const RECONCILE_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

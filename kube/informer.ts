@@ -1,6 +1,7 @@
 // A list+watch cache with a supervisor, on client-node's Watch. client-node's own ListWatch stops for good on
 // any error other than 410, never asks for bookmarks, and has no watchdog (node-practice §2.1), so this one:
-// restarts with exponential backoff and jitter, relists after 410 Gone, relists periodically (level-triggered
+// restarts with exponential backoff and jitter (capped at 2 s, so a returning API server is back in use within
+// 2 s), relists after 410 Gone, relists periodically (level-triggered
 // safety net), and restarts a watch that has been silent (no event, no bookmark) for too long.
 import { ApiException, Watch } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -43,6 +44,25 @@ export interface Logger {
 export const quietLogger: Logger = { info() {}, warn() {}, error() {} };
 
 export type ChangeType = 'add' | 'update' | 'delete' | 'sync';
+
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * Drops what no reader of the cache uses but every object may carry: managedFields (server-side apply's field
+ * ownership, often larger than the spec) and kubectl's last-applied copy of the whole object. At 50,000 ApiKeys and
+ * their Secrets that is most of a cached object's size.
+ */
+export function slim<T>(obj: T): T {
+  const m = (obj as { metadata?: { managedFields?: unknown; annotations?: Record<string, string> } }).metadata;
+  if (m) {
+    delete m.managedFields;
+    if (m.annotations && LAST_APPLIED in m.annotations) {
+      delete m.annotations[LAST_APPLIED];
+      if (Object.keys(m.annotations).length === 0) delete m.annotations;
+    }
+  }
+  return obj;
+}
 
 export interface InformerOptions<T> {
   name: string;
@@ -88,6 +108,8 @@ export class Informer<T extends Named> {
   synced = false;
   /** True while a watch is open and the last list or watch call succeeded. */
   connected = false;
+  /** When the watch last stopped being open (since start() until the first watch opens); undefined while open. */
+  brokenSince: number | undefined;
   lastSeen = 0;
   readonly stats: InformerStats = { lists: 0, watches: 0, errors: 0, gone: 0, watchdogRestarts: 0 };
 
@@ -96,7 +118,8 @@ export class Informer<T extends Named> {
       ...opts,
       log: opts.log ?? quietLogger,
       backoffBaseMs: opts.backoffBaseMs ?? 250,
-      backoffMaxMs: opts.backoffMaxMs ?? 30_000,
+      // A failed attempt is one cheap request: retrying every ≤ 2 s bounds how stale a pod is after the API returns.
+      backoffMaxMs: opts.backoffMaxMs ?? 2000,
       relistMs: opts.relistMs ?? 600_000,
       lastSeenLimitMs: opts.lastSeenLimitMs ?? 180_000,
       watchTimeoutSeconds: opts.watchTimeoutSeconds ?? 300,
@@ -119,6 +142,7 @@ export class Informer<T extends Named> {
   start(): Promise<void> {
     if (this.stopped) {
       this.stopped = false;
+      this.brokenSince = Date.now();
       this.timers.push(setInterval(() => this.interrupt('relist'), this.o.relistMs));
       this.timers.push(
         setInterval(() => {
@@ -165,10 +189,11 @@ export class Informer<T extends Named> {
         this.failures = 0;
       } catch (err) {
         if (this.stopped) break;
-        this.connected = false;
+        this.disconnected();
         this.stats.errors++;
         this.failures++;
-        const delay = Math.min(this.o.backoffMaxMs, this.o.backoffBaseMs * 2 ** (this.failures - 1)) * (0.5 + Math.random());
+        // Jitter below the cap, never above it: the cap is the promise of how soon a returning server is used.
+        const delay = Math.min(this.o.backoffMaxMs, this.o.backoffBaseMs * 2 ** (this.failures - 1)) * (0.5 + Math.random() / 2);
         this.o.log.warn({ informer: this.o.name, err: (err as Error).message, status: statusOf(err), retryInMs: Math.round(delay) }, 'list/watch failed; retrying');
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, delay);
@@ -180,14 +205,19 @@ export class Informer<T extends Named> {
         this.wake = undefined;
       }
     }
+    this.disconnected();
+  }
+
+  private disconnected(): void {
     this.connected = false;
+    this.brokenSince ??= Date.now();
   }
 
   private async relistNow(): Promise<void> {
     const res = await this.o.list();
     this.stats.lists++;
     const next = new Map<string, T>();
-    for (const item of res.items) next.set(item.metadata?.name ?? '', item);
+    for (const item of res.items) next.set(item.metadata?.name ?? '', slim(item));
     const old = this.cache;
     this.cache = next;
     this.rv = res.metadata?.resourceVersion ?? '';
@@ -219,6 +249,7 @@ export class Informer<T extends Named> {
           if (obj.code === 410) gone = true;
           return;
         }
+        slim(obj);
         const name = obj.metadata?.name;
         if (type === 'BOOKMARK') {
           this.rv = obj.metadata?.resourceVersion ?? this.rv;
@@ -238,7 +269,7 @@ export class Informer<T extends Named> {
       const done = (err: unknown) => {
         finished = true;
         this.controller = undefined;
-        this.connected = false;
+        this.disconnected();
         const reason = this.abortReason;
         this.abortReason = undefined;
         if (reason) return resolve(); // we ended it on purpose (relist, watchdog, stop)
@@ -258,6 +289,7 @@ export class Informer<T extends Named> {
           if (finished) return;
           this.controller = ctl;
           this.connected = true;
+          this.brokenSince = undefined;
           this.lastSeen = Date.now();
           if (this.abortReason === undefined && this.stopped) {
             this.abortReason = 'stop';

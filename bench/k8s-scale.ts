@@ -1,0 +1,127 @@
+// Kubernetes control plane at scale, as separate processes: the fake API server (this process) holds N ApiKeys
+// (default 50,000) with their key Secrets, seeded in their settled state; an operator process and two gateway
+// processes run from the repository's entry points, as the image runs them. Measured: operator start to first
+// snapshot, each gateway's first load, one key change to every gateway, and every process's RSS (VmRSS, VmHWM).
+// Gateways are observed through their report Leases in the API server, so no process is instrumented.
+//   node bench/k8s-scale.ts [--keys 50000]
+// docs/kubernetes.md quotes its output. One or two runs only: it loads a shared machine for a minute or two.
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { displayPrefix } from '../gateway/auth/api-key.ts';
+import { SERVED_GENERATION_ANNOTATION } from '../gateway/snapshot/kube-format.ts';
+import { API_KEY_LABEL, API_VERSION, FINALIZER } from '../operator/kinds.ts';
+import { startFakeApiServer } from '../test/k8s-fake/api-server.ts';
+import { TestCluster } from '../test/k8s-fake/cluster.ts';
+
+const { values } = parseArgs({ options: { keys: { type: 'string', default: '50000' } } });
+const N = Number(values.keys);
+const NS = 'scale';
+const APIKEYS = 'tollgate.dev/v1alpha1/apikeys';
+const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const NODE = process.execPath;
+const PG = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+const dir = mkdtempSync(join(tmpdir(), 'tollgate-k8s-scale-'));
+const api = await startFakeApiServer({ bookmarkIntervalMs: 1000, historyLimit: 1000 });
+const s = api.store;
+s.create('tollgate.dev/v1alpha1/organizations', NS, { metadata: { name: 'acme' }, spec: { models: ['*'] } });
+s.create('tollgate.dev/v1alpha1/providers', NS, { metadata: { name: 'openai' }, spec: { baseUrl: 'https://api.openai.com/v1', protocols: ['openai'] } });
+s.create('tollgate.dev/v1alpha1/pricinggroups', NS, { metadata: { name: 'mini' }, spec: { mode: 'flat_tokens', prices: { input: '0.15', output: '0.6' } } });
+s.create('tollgate.dev/v1alpha1/models', NS, { metadata: { name: 'mini' }, spec: { id: 'openai/gpt-4o-mini', pricingGroupRef: { name: 'mini' }, upstreams: [{ protocol: 'openai', providerRef: { name: 'openai' }, model: 'gpt-4o-mini' }] } });
+const stamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+for (let i = 0; i < N; i++) {
+  const name = `key-${i}`;
+  const key = 'sk_live_' + Array.from(randomBytes(43), (b) => B62[b % 62]).join('');
+  const prefix = displayPrefix(key);
+  const k = s.create(APIKEYS, NS, { metadata: { name, finalizers: [FINALIZER] }, spec: { organization: 'acme', project: `p${i % 100}` } });
+  s.create('/v1/secrets', NS, { metadata: { name: `${name}-key`, labels: { [API_KEY_LABEL]: name }, ownerReferences: [{ apiVersion: API_VERSION, kind: 'ApiKey', name, uid: k.metadata.uid!, controller: true }] }, stringData: { key } });
+  const conditions = [
+    { type: 'Ready', status: 'True', reason: 'Issued', message: `key ${prefix}… is in Secret "${name}-key" (data.key)`, observedGeneration: 1, lastTransitionTime: stamp },
+    { type: 'Applied', status: 'True', reason: 'Served', message: '2/2 pods serve generation 1', observedGeneration: 1, lastTransitionTime: stamp },
+  ];
+  s.update(APIKEYS, NS, name, { ...k, status: { secretName: `${name}-key`, prefix, observedGeneration: 1, conditions } }, 'status');
+}
+const kubeconfig = join(dir, 'kubeconfig');
+writeFileSync(kubeconfig, api.kubeConfig(NS).exportConfig());
+
+// A database of its own for the gateways' ledger (migrations must not touch anyone else's).
+const dbName = `tollgate_scale_${randomBytes(4).toString('hex')}`;
+const admin = new pg.Client({ connectionString: PG });
+await admin.connect();
+await admin.query(`CREATE DATABASE ${dbName}`);
+const dbUrl = new URL(PG);
+dbUrl.pathname = `/${dbName}`;
+
+const children: ChildProcess[] = [];
+function run(name: string, args: string[], env: Record<string, string>): ChildProcess {
+  const c = spawn(NODE, args, { env: { ...process.env, NODE_OPTIONS: '--max-semi-space-size=8', KUBECONFIG: kubeconfig, TOLLGATE_NAMESPACE: NS, TOLLGATE_METRICS_PORT: 'off', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  c.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${name}] ${d.toString()}`));
+  children.push(c);
+  return c;
+}
+const rss = (c: ChildProcess) => {
+  const st = readFileSync(`/proc/${c.pid}/status`, 'utf8');
+  const kb = (f: string) => Number(new RegExp(`${f}:\\s+(\\d+)`).exec(st)?.[1] ?? 0);
+  return { rssMB: Math.round(kb('VmRSS') / 1024), peakMB: Math.round(kb('VmHWM') / 1024) };
+};
+const get = (type: string, name: string): unknown => {
+  try {
+    return s.get(type, NS, name);
+  } catch {
+    return undefined;
+  }
+};
+const manifestGeneration = () => {
+  const m = get('/v1/secrets', 'tollgate-snapshot') as { data?: Record<string, string> } | undefined;
+  return m?.data?.['manifest.json'] ? (JSON.parse(Buffer.from(m.data['manifest.json'], 'base64').toString()) as { generation: number }).generation : 0;
+};
+const served = (pod: string) => Number((get('coordination.k8s.io/v1/leases', `tollgate-gw-${pod}`) as { metadata?: { annotations?: Record<string, string> } } | undefined)?.metadata?.annotations?.[SERVED_GENERATION_ANNOTATION] ?? -1);
+async function until(what: string, ok: () => boolean, ms = 600_000): Promise<number> {
+  const t0 = performance.now();
+  while (!ok()) {
+    if (performance.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return Math.round(performance.now() - t0);
+}
+
+const figures: Record<string, unknown> = { keys: N };
+try {
+  const op = run('operator', ['operator/main.ts'], { TOLLGATE_LEADER_ELECTION: 'false' });
+  figures.operatorStartToFirstSnapshotMs = await until('first snapshot', () => manifestGeneration() > 0);
+  const pods = ['gw-a', 'gw-b'];
+  const t0 = performance.now();
+  const gws = pods.map((pod, i) => run(pod, ['gateway/cli.ts', 'start', '--kubernetes', '--port', '0', '--host', '127.0.0.1'], { POD_NAME: pod, DATABASE_URL: dbUrl.toString(), TOLLGATE_DATA_DIR: join(dir, `gw-${i}`) }));
+  const g1 = manifestGeneration();
+  await until('gateways loaded', () => pods.every((p) => served(p) >= g1));
+  figures.gatewayStartToServingMs = Math.round(performance.now() - t0);
+  await new Promise((r) => setTimeout(r, 3000));
+  const cluster = new TestCluster(api.kubeConfig(NS), NS);
+  const change: number[] = [];
+  for (const [i, name] of ['key-1', `key-${N >> 1}`, `key-${N - 1}`].entries()) {
+    const before = manifestGeneration();
+    const t = performance.now();
+    await cluster.patchSpec('ApiKey', name, { disabled: true });
+    await until(`change ${i}`, () => pods.every((p) => served(p) > before), 60_000);
+    change.push(Math.round(performance.now() - t));
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  figures.oneKeyChangeToEveryGatewayMs = change;
+  figures.operator = rss(op);
+  figures.gateways = gws.map(rss);
+} finally {
+  for (const c of children) c.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 2000));
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  await api.stop();
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => {});
+  await admin.end();
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(`[k8s-scale] ${JSON.stringify(figures)}`);
