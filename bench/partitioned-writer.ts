@@ -1,6 +1,7 @@
 // The ledger writer against Postgres at volume: several writer processes at once (as several gateway pods would be),
 // each with its own pool, writing `--rows` rows in total in batches of `--batch`, `--writers` batches in flight per
-// process, into usage_events partitioned by day (migration 0002) or, with --unpartitioned, as it was before (0001).
+// process, into usage_events partitioned by day (migration 0002) or, with --unpartitioned, one plain table with the
+// same key.
 // Rows spread over three days and 50 projects. Prints rows/s for the whole run and the machine's load average.
 //   node bench/partitioned-writer.ts [--rows 200000] [--procs 4] [--batch 2000] [--writers 3] [--unpartitioned]
 import { fork } from 'node:child_process';
@@ -73,6 +74,8 @@ if (values.child) {
     const migrations = readMigrations().filter((m) => !values.unpartitioned || m.version === '0001');
     await migrate(store, migrations);
     if (!values.unpartitioned) await maintainPartitions(store, { now: DAY0, daysAhead: 2 });
+    // The same key as the partitioned table, so the same writer statement runs against both.
+    else await store.exec('ALTER TABLE usage_events DROP CONSTRAINT usage_events_pkey, ADD PRIMARY KEY (request_id, occurred_at)');
     const procs = Number(values.procs);
     const rows = Number(values.rows);
     const children = Array.from({ length: procs }, () =>
@@ -80,18 +83,24 @@ if (values.child) {
         stdio: 'inherit',
       }),
     );
-    await Promise.all(children.map((c) => new Promise((r) => c.once('message', r))));
+    const died = Promise.all(children.map((c) => new Promise((_, reject) => c.once('exit', (code) => code && reject(new Error(`writer process exited with code ${code}`))))));
+    died.catch(() => {});
+    await Promise.race([Promise.all(children.map((c) => new Promise((r) => c.once('message', r)))), died]);
     const load = loadavg();
     const t0 = performance.now();
     const done = children.map((c) => new Promise<{ inserted: number }>((r) => c.once('message', r)));
     for (const c of children) c.send('go');
-    const results = await Promise.all(done);
+    const results = (await Promise.race([Promise.all(done), died])) as { inserted: number }[];
     const seconds = (performance.now() - t0) / 1000;
     const inserted = results.reduce((n, r) => n + r.inserted, 0);
     const { rows: check } = await store.query<{ n: string }>('SELECT sum(request_count) AS n FROM usage_hourly');
+    // Heap + indexes + TOAST of every partition (pg_partition_tree lists the parent and its leaves).
+    const { rows: size } = await store.query<{ bytes: string }>(
+      "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('usage_events')), pg_total_relation_size('usage_events')) AS bytes",
+    );
     console.log(
       `${values.unpartitioned ? 'unpartitioned' : 'partitioned by day'}: ${inserted} rows (rollup counts ${check[0].n}), ${procs} processes × ${writers} writers, ` +
-        `batch ${batch}: ${seconds.toFixed(2)} s, ${Math.round(inserted / seconds)} rows/s; load average before ${load.map((l) => l.toFixed(2)).join(' ')}, after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+        `batch ${batch}: ${seconds.toFixed(2)} s, ${Math.round(inserted / seconds)} rows/s, ${Math.round(Number(size[0].bytes) / inserted)} bytes/row on disk; load average before ${load.map((l) => l.toFixed(2)).join(' ')}, after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
     );
   } finally {
     await store.close();
