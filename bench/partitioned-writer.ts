@@ -2,7 +2,7 @@
 // each with its own pool, writing `--rows` rows in total in batches of `--batch`, `--writers` batches in flight per
 // process, into usage_events partitioned by day (migration 0002) or, with --unpartitioned, one plain table with the
 // same key.
-// Rows spread over three days and 50 projects. Prints rows/s for the whole run and the machine's load average.
+// Rows in time order over three days, 50 projects. Prints rows/s for the whole run and the machine's load average.
 //   node bench/partitioned-writer.ts [--rows 200000] [--procs 4] [--batch 2000] [--writers 3] [--unpartitioned]
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -31,9 +31,10 @@ const batch = Number(values.batch);
 const writers = Number(values.writers);
 const DAY0 = Date.UTC(2030, 0, 1);
 
-function row(i: number): LedgerRow {
+// Rows in time order over three days, as a ledger receives them: a batch covers moments, so almost always one day.
+function row(i: number, total: number): LedgerRow {
   return {
-    requestId: randomUUID(), occurredAt: DAY0 + (i % 3) * 86_400_000 + (i % 86_400) * 1000, organization: 'org',
+    requestId: randomUUID(), occurredAt: DAY0 + Math.floor((i * 3 * 86_400_000) / total), organization: 'org',
     project: `p${i % 50}`, apiKeyId: 'key', clientModel: 'gpt-4o-mini', modelId: 'gpt-4o-mini', provider: 'openai',
     upstreamModel: 'gpt-4o-mini-2024-07-18', endpoint: '/api/v1/chat/completions', stream: false, input: 120, output: 40,
     cacheRead: 0, cacheWrite: 0, reasoning: 0, artifacts: 0, explicitCache: false, estimated: false,
@@ -46,7 +47,7 @@ if (values.child) {
   const store = openPgStore(values.child, { max: writers });
   const total = Number(values.count);
   const batches: LedgerRow[][] = [];
-  for (let i = 0; i < total; i += batch) batches.push(Array.from({ length: Math.min(batch, total - i) }, (_, k) => row(i + k)));
+  for (let i = 0; i < total; i += batch) batches.push(Array.from({ length: Math.min(batch, total - i) }, (_, k) => row(i + k, total)));
   process.send!({ ready: true });
   await new Promise((r) => process.once('message', r));
   let next = 0;

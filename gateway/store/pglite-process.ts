@@ -3,6 +3,7 @@
 // flags are per process, which is why this is a process and not a thread): the optimising tier compiles Postgres'
 // largest functions with hundreds of MB of transient memory and gains little for a ledger's batches.
 // With `--init-only` it creates the data directory (initdb) and exits, taking initdb's second instance with it.
+import { writeFileSync } from 'node:fs';
 import { PGlite, types } from '@electric-sql/pglite';
 import type { PgliteReply, PgliteRequest } from './pglite-protocol.ts';
 import { errorFields } from './pglite-protocol.ts';
@@ -29,6 +30,9 @@ process.on('disconnect', () => process.exit(0));
 // Ctrl-C reaches the whole process group: the gateway drains its ledger into this store before it closes it.
 process.on('SIGINT', () => {});
 process.on('SIGTERM', () => {});
+
+// Who owns the directory: a gateway restarted after SIGKILL waits for this process to be gone (pglite-store.ts).
+if (dataDir) writeFileSync(`${dataDir}.pid`, String(process.pid));
 
 try {
   // PGlite turns int8 into number/BigInt; keep it a string as pg does, so callers see one shape.

@@ -5,7 +5,7 @@
 // at a time, in call order; a transaction holds the connection from BEGIN to COMMIT.
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PgliteReply, PgliteRequest } from './pglite-protocol.ts';
@@ -57,10 +57,39 @@ function started(child: ChildProcess): Promise<void> {
   });
 }
 
+/** The PGlite process a previous gateway left on this directory, if it still runs (see pglite-process.ts). */
+function previousOwner(dataDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(`${dataDir}.pid`, 'utf8'));
+    // The pid may have been reused by something else since: only a PGlite process counts.
+    if (pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('pglite-process')) return pid;
+  } catch {
+    // no file, or no such process
+  }
+  return undefined;
+}
+
+/**
+ * A gateway killed with SIGKILL leaves its PGlite process to notice the closed channel and exit, after the statement
+ * it is running. Two instances on one directory would corrupt it, so wait for that exit (bounded), then end it.
+ */
+async function waitForPreviousOwner(dataDir: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (let pid = previousOwner(dataDir); pid !== undefined; pid = previousOwner(dataDir)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      await new Promise((r) => setTimeout(r, 100));
+      continue;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** `dataDir` undefined means in memory (tests only). */
 export async function openPgliteStore(dataDir?: string): Promise<Store> {
   if (dataDir) {
     mkdirSync(dataDir, { recursive: true });
+    await waitForPreviousOwner(dataDir);
     // First boot: initdb in a process of its own that then exits, taking its ~240 MB (initdb's second PGlite
     // instance and the copy it leaves) with it; the serving process then opens the directory as on a restart.
     if (!existsSync(join(dataDir, 'PG_VERSION'))) {
