@@ -3,7 +3,8 @@
 // start-to-ready (spawn until /readyz answers 200), peak RSS during start, idle RSS (after a settle), RSS after the
 // first request and after a burst. RSS is the gateway's plus its child processes' (the embedded store runs in one),
 // sampled every 20 ms, so a peak is of the sum, and first boot's short-lived initdb process is counted. The first start is the first boot (initdb); the
-// others reuse the data directory. Usage: node bench/embedded-footprint.ts [--starts 3] [--burst 2000]
+// others reuse the data directory. --root runs another checkout's gateway (before/after in one sitting).
+// Usage: node bench/embedded-footprint.ts [--starts 3] [--burst 2000] [--root DIR] [--env K=V ...]
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -39,7 +40,7 @@ function treeRss(pid: number): number {
 }
 import { benchConfig, GATEWAY_NODE_OPTIONS, startUpstream } from './targets.ts';
 
-const { values } = parseArgs({ options: { starts: { type: 'string', default: '3' }, burst: { type: 'string', default: '2000' }, env: { type: 'string', multiple: true } } });
+const { values } = parseArgs({ options: { starts: { type: 'string', default: '3' }, burst: { type: 'string', default: '2000' }, env: { type: 'string', multiple: true }, root: { type: 'string', default: '.' } } });
 const starts = Number(values.starts);
 const burst = Number(values.burst);
 const extraEnv = Object.fromEntries((values.env ?? []).map((kv) => kv.split('=', 2) as [string, string]));
@@ -61,7 +62,7 @@ try {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const t0 = performance.now();
-    const child = spawn(process.execPath, ['gateway/cli.ts', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'], {
+    const child = spawn(process.execPath, [join(values.root, 'gateway/cli.ts'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'], {
       env: { ...process.env, TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, TOLLGATE_ADMIN_PORT: 'off', ...extraEnv },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
