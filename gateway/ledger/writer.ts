@@ -22,7 +22,7 @@ WITH ins AS (
     CASE WHEN (e->>17)::boolean THEN (e->>13)::bigint ELSE 0 END,
     (e->>18)::boolean, (e->>19)::numeric, (e->>20)::numeric, e->21
   FROM jsonb_array_elements($1::jsonb) AS e
-  ON CONFLICT (request_id) DO NOTHING
+  ON CONFLICT (request_id, occurred_at) DO NOTHING
   RETURNING project, date_trunc('hour', occurred_at, 'UTC') AS hour,
     -- The model a report groups by: what the client sent, else the configured model id.
     coalesce(nullif(client_model, ''), model_id) AS model, organization,

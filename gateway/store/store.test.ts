@@ -84,7 +84,8 @@ describe.each(BACKENDS)('store on %s', (backend) => {
       await store.close();
       await rm(dataDir, { recursive: true, force: true });
     }
-  });
+    // A PGlite first boot runs initdb: seconds on a quiet machine, far more on a loaded one.
+  }, 120_000);
 
   it('takes a transaction-scoped advisory lock', async () => {
     const got = await db().store.transaction(async (q) => {

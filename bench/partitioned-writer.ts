@@ -1,0 +1,111 @@
+// The ledger writer against Postgres at volume: several writer processes at once (as several gateway pods would be),
+// each with its own pool, writing `--rows` rows in total in batches of `--batch`, `--writers` batches in flight per
+// process, into usage_events partitioned by day (migration 0002) or, with --unpartitioned, one plain table with the
+// same key.
+// Rows in time order over three days, 50 projects. Prints rows/s for the whole run and the machine's load average.
+//   node bench/partitioned-writer.ts [--rows 200000] [--procs 4] [--batch 2000] [--writers 3] [--unpartitioned]
+import { fork } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { writeUsageBatch } from '../gateway/ledger/writer.ts';
+import type { LedgerRow } from '../gateway/ledger/row.ts';
+import { migrate, readMigrations } from '../gateway/store/migrate.ts';
+import { maintainPartitions } from '../gateway/store/partitions.ts';
+import { openPgStore } from '../gateway/store/pg-store.ts';
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '200000' },
+    procs: { type: 'string', default: '4' },
+    batch: { type: 'string', default: '2000' },
+    writers: { type: 'string', default: '3' },
+    unpartitioned: { type: 'boolean', default: false },
+    child: { type: 'string' },
+    count: { type: 'string' },
+  },
+});
+const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const batch = Number(values.batch);
+const writers = Number(values.writers);
+const DAY0 = Date.UTC(2030, 0, 1);
+
+// Rows in time order over three days, as a ledger receives them: a batch covers moments, so almost always one day.
+function row(i: number, total: number): LedgerRow {
+  return {
+    requestId: randomUUID(), occurredAt: DAY0 + Math.floor((i * 3 * 86_400_000) / total), organization: 'org',
+    project: `p${i % 50}`, apiKeyId: 'key', clientModel: 'gpt-4o-mini', modelId: 'gpt-4o-mini', provider: 'openai',
+    upstreamModel: 'gpt-4o-mini-2024-07-18', endpoint: '/api/v1/chat/completions', stream: false, input: 120, output: 40,
+    cacheRead: 0, cacheWrite: 0, reasoning: 0, artifacts: 0, explicitCache: false, estimated: false,
+    costPoints: '0.000042', originalCost: '0.000042', detail: null,
+  };
+}
+
+if (values.child) {
+  // One writer process: its own pool, `writers` batches in flight, as the ledger runs them.
+  const store = openPgStore(values.child, { max: writers });
+  const total = Number(values.count);
+  const batches: LedgerRow[][] = [];
+  for (let i = 0; i < total; i += batch) batches.push(Array.from({ length: Math.min(batch, total - i) }, (_, k) => row(i + k, total)));
+  process.send!({ ready: true });
+  await new Promise((r) => process.once('message', r));
+  let next = 0;
+  let inserted = 0;
+  await Promise.all(
+    Array.from({ length: writers }, async () => {
+      while (next < batches.length) {
+        const n = await writeUsageBatch(store, batches[next++]);
+        inserted += n;
+      }
+    }),
+  );
+  await store.close();
+  process.send!({ inserted });
+  process.disconnect();
+} else {
+  const name = `tollgate_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const store = openPgStore(url.toString());
+  try {
+    const migrations = readMigrations().filter((m) => !values.unpartitioned || m.version === '0001');
+    await migrate(store, migrations);
+    if (!values.unpartitioned) await maintainPartitions(store, { now: DAY0, daysAhead: 2 });
+    // The same key as the partitioned table, so the same writer statement runs against both.
+    else await store.exec('ALTER TABLE usage_events DROP CONSTRAINT usage_events_pkey, ADD PRIMARY KEY (request_id, occurred_at)');
+    const procs = Number(values.procs);
+    const rows = Number(values.rows);
+    const children = Array.from({ length: procs }, () =>
+      fork(new URL(import.meta.url).pathname, ['--child', url.toString(), '--count', String(Math.ceil(rows / procs)), '--batch', String(batch), '--writers', String(writers)], {
+        stdio: 'inherit',
+      }),
+    );
+    const died = Promise.all(children.map((c) => new Promise((_, reject) => c.once('exit', (code) => code && reject(new Error(`writer process exited with code ${code}`))))));
+    died.catch(() => {});
+    await Promise.race([Promise.all(children.map((c) => new Promise((r) => c.once('message', r)))), died]);
+    const load = loadavg();
+    const t0 = performance.now();
+    const done = children.map((c) => new Promise<{ inserted: number }>((r) => c.once('message', r)));
+    for (const c of children) c.send('go');
+    const results = (await Promise.race([Promise.all(done), died])) as { inserted: number }[];
+    const seconds = (performance.now() - t0) / 1000;
+    const inserted = results.reduce((n, r) => n + r.inserted, 0);
+    const { rows: check } = await store.query<{ n: string }>('SELECT sum(request_count) AS n FROM usage_hourly');
+    // Heap + indexes + TOAST of every partition (pg_partition_tree lists the parent and its leaves).
+    const { rows: size } = await store.query<{ bytes: string }>(
+      "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('usage_events')), pg_total_relation_size('usage_events')) AS bytes",
+    );
+    console.log(
+      `${values.unpartitioned ? 'unpartitioned' : 'partitioned by day'}: ${inserted} rows (rollup counts ${check[0].n}), ${procs} processes × ${writers} writers, ` +
+        `batch ${batch}: ${seconds.toFixed(2)} s, ${Math.round(inserted / seconds)} rows/s, ${Math.round(Number(size[0].bytes) / inserted)} bytes/row on disk; load average before ${load.map((l) => l.toFixed(2)).join(' ')}, after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+    );
+  } finally {
+    await store.close();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}

@@ -1,0 +1,68 @@
+// The child process that owns the embedded PGlite (see pglite-store.ts). PGlite runs each statement synchronously in
+// WebAssembly, so here it blocks this process, not the one serving requests. Started with `--liftoff-only` (V8
+// flags are per process, which is why this is a process and not a thread): the optimising tier compiles Postgres'
+// largest functions with hundreds of MB of transient memory and gains little for a ledger's batches.
+// With `--init-only` it creates the data directory (initdb) and exits, taking initdb's second instance with it.
+import { writeFileSync } from 'node:fs';
+import { PGlite, types } from '@electric-sql/pglite';
+import type { PgliteReply, PgliteRequest } from './pglite-protocol.ts';
+import { errorFields } from './pglite-protocol.ts';
+
+const send = (r: PgliteReply) => process.send!(r);
+const dataDir = process.argv[2] || undefined;
+const initOnly = process.argv[3] === '--init-only';
+
+// Sized for one connection and a ledger that writes batches, not for a shared server: Postgres' defaults
+// (128 MB shared_buffers, 100 connections' worth of shared memory) are touched as they are used and WebAssembly
+// memory never shrinks, so they end up resident. Measured in bench/embedded-footprint.ts (docs/adr/0015).
+const START_PARAMS = [
+  ...PGlite.defaultStartParams,
+  '-c', 'shared_buffers=16MB',
+  '-c', 'wal_buffers=1MB',
+  '-c', 'max_connections=5',
+  '-c', 'autovacuum_worker_slots=1',
+  '-c', 'maintenance_work_mem=16MB',
+  '-c', 'temp_buffers=2MB',
+];
+
+// The gateway went away (exit, crash, kill -9): nothing is left to serve.
+process.on('disconnect', () => process.exit(0));
+// Ctrl-C reaches the whole process group: the gateway drains its ledger into this store before it closes it.
+process.on('SIGINT', () => {});
+process.on('SIGTERM', () => {});
+
+// Who owns the directory: a gateway restarted after SIGKILL waits for this process to be gone (pglite-store.ts).
+if (dataDir) writeFileSync(`${dataDir}.pid`, String(process.pid));
+
+try {
+  // PGlite turns int8 into number/BigInt; keep it a string as pg does, so callers see one shape.
+  const db = await PGlite.create({ dataDir, startParams: START_PARAMS, parsers: { [types.INT8]: (v: string) => v } });
+  if (initOnly) {
+    await db.close();
+    send({ id: 0, ok: true });
+    process.disconnect();
+  } else {
+    process.on('message', (m: PgliteRequest) => void serve(db, m));
+    send({ id: 0, ok: true });
+  }
+} catch (err) {
+  send({ id: 0, ok: false, error: errorFields(err) });
+}
+
+async function serve(db: PGlite, m: PgliteRequest): Promise<void> {
+  let reply: PgliteReply;
+  try {
+    if (m.op === 'query') reply = { id: m.id, ok: true, rows: (await db.query(m.sql, m.params)).rows };
+    else if (m.op === 'exec') {
+      await db.exec(m.sql);
+      reply = { id: m.id, ok: true };
+    } else {
+      if (!db.closed) await db.close();
+      reply = { id: m.id, ok: true };
+    }
+  } catch (err) {
+    reply = { id: m.id, ok: false, error: errorFields(err) };
+  }
+  send(reply);
+  if (m.op === 'close') process.disconnect();
+}
