@@ -1,7 +1,7 @@
 // Safe defaults probed as an attacker would: provider secrets in upstream errors, slow bodies, connection floods,
 // framework-made answers, listen addresses. Every answer in the family's shape.
 import { once } from 'node:events';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -207,7 +207,8 @@ describe('listen addresses', () => {
     } finally {
       await other.close();
     }
-  });
+    // A second gateway opens its own PGlite: slow on a busy machine.
+  }, 180_000);
 
   it('a busy port fails fast with EADDRINUSE, closing what it opened', async () => {
     const port = Number(new URL(t.url).port);
@@ -225,3 +226,28 @@ async function freeAdminPort(): Promise<number> {
   const { freePort } = await import('../support/child-gateway.ts');
   return freePort();
 }
+
+// Last in this file: it rewrites the shared gateway's config (hot-reloaded) to give fake-openai a short total timeout.
+describe('an upstream that fails while its JSON body is read', () => {
+  beforeAll(async () => {
+    const cfg = JSON.parse(readFileSync(t.configPath, 'utf8')) as { providers: { id: string; timeouts?: Record<string, number> }[] };
+    for (const p of cfg.providers) if (p.id === 'fake-openai') p.timeouts = { connectMs: 2000, firstByteMs: 3000, idleMs: 5000, totalMs: 800 };
+    writeFileSync(t.configPath, JSON.stringify(cfg));
+    for (let i = 0; i < 200 && t.gw.holder.current?.providers.get('fake-openai')?.timeouts.totalMs !== 800; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(t.gw.holder.current?.providers.get('fake-openai')?.timeouts.totalMs).toBe(800);
+  });
+
+  it('the total timeout firing mid-body is 504 upstream_timeout, not "could not be reached"', async () => {
+    t.upstream.nextResponse({ chunks: ['{"id":"chatcmpl-1","object":"chat.completion",', { data: '"choices":[]}', delayMs: 3000 }], headers: { 'content-type': 'application/json' } });
+    const r = await call('/api/v1/chat/completions', { model: 'gpt-4o-mini', messages: msg });
+    expect(r.status).toBe(504);
+    expect(r.body.error).toMatchObject({ code: 'upstream_timeout', type: 'upstream_error' });
+  });
+
+  it('a body cut after the headers is 502 saying the answer broke off', async () => {
+    t.upstream.nextResponse({ chunks: ['{"id":"chatcmpl-1","object":"chat.completion",'], headers: { 'content-type': 'application/json' }, abort: true });
+    const r = await call('/api/v1/chat/completions', { model: 'gpt-4o-mini', messages: msg });
+    expect(r.status).toBe(502);
+    expect((r.body.error as { message: string }).message).toMatch(/broke off its answer/);
+  });
+});
