@@ -17,6 +17,7 @@ import type { Protocol } from '../snapshot/schema.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { isTimeout, TimeoutError, upstreamError } from '../upstream/client.ts';
 import { telemetryOf } from '../telemetry/request-hook.ts';
+import type { Governor, Ticket } from '../governance/governor.ts';
 
 export interface LedgerSink {
   record(row: LedgerRow): void;
@@ -25,6 +26,8 @@ export interface LedgerSink {
 export interface RelayDeps {
   upstream: UpstreamClient;
   ledger: LedgerSink;
+  /** Rate limits and budgets (gateway/governance); absent in tests that build deps by hand. */
+  governor?: Governor;
 }
 
 export interface RelayCall extends ChargeContext {
@@ -69,6 +72,10 @@ export interface StreamConverter {
 const PASS_RESPONSE_HEADERS = ['content-type', 'openai-processing-ms'];
 
 export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyReply): Promise<void> {
+  // Governance: admitted (or refused with a 429, never sent upstream) before any upstream is contacted; settled in `finally`.
+  const admission = deps.governor?.admit(call, reply);
+  const ticket = admission === undefined ? undefined : await admission;
+  if (ticket) deps = governed(deps, ticket);
   const controller = new AbortController();
   const total = setTimeout(() => controller.abort(new TimeoutError()), call.targets[0].provider.timeouts.totalMs);
   const raw = reply.raw;
@@ -112,7 +119,22 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
     clearTimeout(total);
     raw.off('close', onClose);
     tel.relayEnd();
+    ticket?.finish();
   }
+}
+
+/** The ledger sink that also tells the ticket the exact charge (a governed request only). */
+function governed(deps: RelayDeps, ticket: Ticket): RelayDeps {
+  const sink = deps.ledger;
+  return {
+    ...deps,
+    ledger: {
+      record(row) {
+        sink.record(row);
+        ticket.charged(row);
+      },
+    },
+  };
 }
 
 async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean): Promise<void> {
