@@ -13,7 +13,7 @@ const USAGE = `usage:
   tollgate keys revoke <KEY_ID|PREFIX> [--config FILE]
 
 The config file defaults to $TOLLGATE_CONFIG, then examples/tollgate.yaml.
-Environment: PORT, DATABASE_URL (else embedded PGlite in $TOLLGATE_DATA_DIR, default ./.tollgate), LOG_LEVEL,
+Environment: PORT, REDIS_URL (shared limit counters; TOLLGATE_REDIS_PREFIX, TOLLGATE_RATES_WHEN_REDIS_DOWN=local|refuse), DATABASE_URL (else embedded PGlite in $TOLLGATE_DATA_DIR, default ./.tollgate), LOG_LEVEL,
 TOLLGATE_ADMIN_PORT (metrics, default 9464; 0 or off: none), OTEL_* (docs/observability.md).`;
 
 function configPath(flag: string | undefined): string {
@@ -58,6 +58,9 @@ async function main(argv: string[]): Promise<number> {
       listenBacklog: process.env.TOLLGATE_LISTEN_BACKLOG ? Number(process.env.TOLLGATE_LISTEN_BACKLOG) : undefined,
       maxJournalBytes: process.env.TOLLGATE_MAX_JOURNAL_BYTES ? Number(process.env.TOLLGATE_MAX_JOURNAL_BYTES) : undefined,
       adminPort: adminPortFromEnv(),
+      redisUrl: process.env.REDIS_URL || undefined,
+      redisPrefix: process.env.TOLLGATE_REDIS_PREFIX || undefined,
+      ratesWhenRedisDown: process.env.TOLLGATE_RATES_WHEN_REDIS_DOWN === 'refuse' ? 'refuse' : undefined,
     });
     gw.app.log.info({ url: gw.url, store: gw.store.kind, ...(cluster ? { namespace: gw.kube?.namespace } : { config }), adminUrl: gw.adminUrl }, 'tollgate listening');
     const stop = (signal: string) => {

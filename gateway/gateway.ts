@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
 import { GatewayError } from './errors.ts';
+import { createGovernor } from './governance/create.ts';
+import type { RatesWhenDown } from './governance/redis-backend.ts';
 import { createLedger } from './ledger/ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import type { LedgerRow } from './ledger/row.ts';
@@ -43,6 +45,12 @@ export interface GatewayOptions {
   /** Admin server with /metrics (docs/observability.md); false or absent: none. The CLI reads TOLLGATE_ADMIN_PORT. */
   adminPort?: number | false;
   adminHost?: string;
+  /** Shared rate-limit and budget counters (docs/limits.md); absent: in-process counters. The CLI reads REDIS_URL. */
+  redisUrl?: string;
+  /** Prefix of every Redis key (default "tollgate:"). */
+  redisPrefix?: string;
+  /** Rates and concurrency while Redis is unreachable: a local per-pod limiter (default) or refuse. */
+  ratesWhenRedisDown?: RatesWhenDown;
   /** OTEL_* environment and, for tests, an injected span exporter. */
   telemetry?: Pick<TelemetryOptions, 'env' | 'spanExporter'>;
 }
@@ -87,12 +95,14 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   telemetry.observeLedger(ledger);
   telemetry.observeSnapshot(holder);
   const upstream = new UpstreamClient();
+  const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, log, store, holder, meter: telemetry.meter });
   const draining = { value: false };
   const ctx: GatewayContext = {
     holder,
     draining,
     relay: {
       upstream,
+      governor,
       ledger: {
         record(row: LedgerRow) {
           try {
@@ -126,6 +136,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       watcher = watchSnapshotFile(opts.configPath, holder, app.log);
     }
   } catch (err) {
+    await governor.close();
     await ledger.close();
     if (ownsStore) await store.close();
     throw err;
@@ -139,6 +150,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       await watcher.close();
       await app.close();
       await upstream.close();
+      await governor.close();
       await ledger.close();
       if (ownsStore) await store.close();
       await admin?.close();

@@ -10,6 +10,7 @@ import type { GatewayContext } from './routes/context.ts';
 import { registerGeminiRoutes } from './routes/gemini.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerImageRoutes } from './routes/images.ts';
+import { registerLimitsRoutes } from './routes/limits.ts';
 import { registerMessagesRoutes } from './routes/messages.ts';
 import { registerModelRoutes } from './routes/models.ts';
 import { registerResponsesRoutes } from './routes/responses.ts';
@@ -84,5 +85,6 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   registerResponsesRoutes(app, ctx);
   registerGeminiRoutes(app, ctx);
   registerUsageRoutes(app, ctx);
+  registerLimitsRoutes(app, ctx);
   return app;
 }
