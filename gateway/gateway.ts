@@ -51,6 +51,8 @@ export interface GatewayOptions {
   redisPrefix?: string;
   /** Rates and concurrency while Redis is unreachable: a local per-pod limiter (default) or refuse. */
   ratesWhenRedisDown?: RatesWhenDown;
+  /** Added to a provider's total timeout to make a concurrency lease (default 10 s); the CLI reads TOLLGATE_LIMITS_LEASE_GRACE_MS. */
+  leaseGraceMs?: number;
   /** OTEL_* environment and, for tests, an injected span exporter. */
   telemetry?: Pick<TelemetryOptions, 'env' | 'spanExporter'>;
 }
@@ -95,7 +97,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   telemetry.observeLedger(ledger);
   telemetry.observeSnapshot(holder);
   const upstream = new UpstreamClient();
-  const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, log, store, holder, meter: telemetry.meter });
+  const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, leaseGraceMs: opts.leaseGraceMs, log, store, holder, meter: telemetry.meter });
   const draining = { value: false };
   const ctx: GatewayContext = {
     holder,

@@ -25,6 +25,7 @@ export interface CreateGovernorOptions {
   holder: SnapshotHolder;
   meter?: Meter;
   reconcileEveryMs?: number;
+  leaseGraceMs?: number;
 }
 
 export async function createGovernor(o: CreateGovernorOptions): Promise<Governor> {
@@ -46,7 +47,7 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
     const g = o.meter.createObservableGauge('tollgate.limits.degraded', { description: '1 while the shared limit counters (Redis) cannot be reached and limits are served from this pod\'s local view.' });
     g.addCallback((r) => r.observe(degraded() ? 1 : 0, { 'tollgate.limits.backend': backend.kind }));
   }
-  const governor = new Governor({ backend });
+  const governor = new Governor({ backend, leaseGraceMs: o.leaseGraceMs });
   const every = o.reconcileEveryMs ?? 60_000;
   let running = false;
   const tick = () => {
