@@ -21,7 +21,7 @@ const keys = { rpm: generateApiKey(), conc: generateApiKey(), lease: generateApi
 const N = 5;
 let upstream: FakeUpstream;
 let dir: string;
-let pods: ChildGateway[] = [];
+const pods: ChildGateway[] = [];
 let db: TestDatabase | undefined;
 
 beforeAll(async () => {
