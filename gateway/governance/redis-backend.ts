@@ -145,6 +145,11 @@ export class RedisBackend implements CounterBackend {
       this.setDegraded(true, 'command failed');
       return this.admitLocally(a);
     }
+    // A timed-out command marks the pod degraded without a reconnect; the next answer ends that.
+    if (this.degraded) {
+      this.setDegraded(false, 'answered');
+      void this.flushPending();
+    }
     const n = a.rules.length;
     const v: Verdict = { ok: res[0] === 1, refused: -1, retryAfterMs: 0, remaining: new Array(n), resetMs: new Array(n) };
     if (!v.ok) {
