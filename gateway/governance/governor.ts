@@ -2,13 +2,13 @@
 // A key with no limits anywhere (key.governance undefined) returns at the first line: no allocation, no await.
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
-import { priceUsage } from '../billing/pricing.ts';
-import type { BillingRule } from '../billing/pricing.ts';
+import { selectTier } from '../billing/pricing.ts';
+import type { BillingRule, CompiledPricing } from '../billing/pricing.ts';
+import type { Decimal } from '../billing/decimal.ts';
 import { parseDecimal } from '../billing/decimal.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerRow } from '../ledger/row.ts';
-import { estimateUsage } from '../meter/estimate.ts';
 import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { CounterBackend, Verdict } from './backend.ts';
 import { setRateHeaders } from './headers.ts';
@@ -68,9 +68,9 @@ export class Governor {
       if (spendKeys === undefined) {
         spendKeys = new Array<string | undefined>(rules.length);
         // The reservation: the request's input priced as if 4 bytes were one token (no output assumed). See docs/limits.md for the bound this gives.
-        reserve = toUnits(parseDecimal(priceUsage(call.model.pricing, estimateUsage(call.requestBytes, 0), call.key.organization.discount, call.billing).costPoints));
+        reserve = call.billing === 'output_only' ? 0n : inputUnits(call.model.pricing, Math.ceil(call.requestBytes / 4), call.key.organization.discount);
       }
-      spendKeys[i] = r.id + periodId(r.period!, now);
+      spendKeys[i] = spendKey(r, now);
     }
     const ticket = new Ticket(this, call, rules, spendKeys ?? NO_KEYS, now, reserve);
     const leaseMs = call.targets[0].provider.timeouts.totalMs + this.leaseGraceMs;
@@ -110,7 +110,7 @@ export class Governor {
     const now = this.now();
     const rules: Rule[] = gov ? [...gov.rules] : [];
     if (gov) for (const list of gov.byModel.values()) for (const r of list) if (!rules.includes(r)) rules.push(r);
-    const spendKeys = rules.map((r) => (r.kind === 'budget' ? r.id + periodId(r.period!, now) : undefined));
+    const spendKeys = rules.map((r) => (r.kind === 'budget' ? spendKey(r, now) : undefined));
     const v = await this.backend.peek(rules, spendKeys, now);
     const view: LimitsView = { key: key.id, project: key.project, organization: key.organization.id, backend: this.backend.kind, limits: [], budgets: [] };
     rules.forEach((r, i) => {
@@ -140,6 +140,24 @@ export class Governor {
 }
 
 const NO_KEYS: readonly (string | undefined)[] = [];
+
+/** The budget counter's name for the period containing `now`, cached on the rule for the period. */
+function spendKey(r: Rule, now: number): string {
+  const id = periodId(r.period!, now);
+  const c = r.spendKeyCache;
+  if (c !== undefined && c.period === id) return c.key;
+  const key = r.id + id;
+  r.spendKeyCache = { period: id, key };
+  return key;
+}
+
+/** `tokens` input tokens at the model's input price and the discount, in femtopoints (rounded up). */
+function inputUnits(pricing: CompiledPricing, tokens: number, orgDiscount: Decimal | undefined): bigint {
+  const price = selectTier(pricing, tokens).input;
+  const discount = orgDiscount ?? pricing.discount;
+  // tokens × price per million × discount: scale = price + 6 + discount.
+  return toUnits({ units: BigInt(tokens) * price.units * discount.units, scale: price.scale + 6 + discount.scale });
+}
 
 export interface LimitsView {
   key: string;
