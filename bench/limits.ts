@@ -10,7 +10,14 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import type { FastifyReply } from 'fastify';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
+import { Governor } from '../gateway/governance/governor.ts';
+import type { GovernedCall, Ticket } from '../gateway/governance/governor.ts';
+import { MemoryBackend } from '../gateway/governance/memory-backend.ts';
+import type { LedgerRow } from '../gateway/ledger/row.ts';
+import { compileSnapshot } from '../gateway/snapshot/runtime.ts';
+import { snapshotSchema } from '../gateway/snapshot/schema.ts';
 import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
 import { chatBody, paced } from './load.ts';
@@ -95,6 +102,51 @@ async function fixedCount(t: Target, body: string, n: number): Promise<number> {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** The governor alone (no HTTP): CPU per admission + settlement, the part of the in-process figure that is ours. */
+function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
+  const k = generateApiKey();
+  const out: { rules: string; cpuUsPerRequest: number }[] = [];
+  for (const [label, keyExtra, orgExtra] of [
+    ['none', {}, {}],
+    ['key rpm', { limits: { rpm: HIGH.rpm } }, {}],
+    ['3 scopes x rpm/tpm/concurrency + 4 budgets', { limits: HIGH, budget: BUDGET }, { limits: HIGH, budget: BUDGET, projects: [{ id: 'p', limits: HIGH }] }],
+  ] as const) {
+    const s = compileSnapshot(
+      snapshotSchema.parse({
+        providers: [{ id: 'p', baseUrl: 'http://127.0.0.1:9/v1' }],
+        pricingGroups: [{ id: 'g', mode: 'flat_tokens', prices: { input: '0.15', output: '0.6' } }],
+        models: [{ id: 'm', pricingGroup: 'g', protocols: { openai: [{ provider: 'p', model: 'a' }] } }],
+        organizations: [{ id: 'o', models: ['*'], ...orgExtra }],
+        apiKeys: [{ id: 'k', hash: k.hash, prefix: k.prefix, organization: 'o', project: 'p', ...keyExtra }],
+      }),
+    );
+    const model = s.byName.get('m')!;
+    const call: GovernedCall = { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! };
+    const reply = { raw: { setHeader() {} } } as unknown as FastifyReply;
+    const row = { input: 20, output: 30, cacheRead: 0, cacheWrite: 0, costPoints: '0.0000213' } as LedgerRow;
+    const g = new Governor({ backend: new MemoryBackend() });
+    const n = 200_000;
+    const runs: number[] = [];
+    for (let pass = 0; pass < 3; pass++) {
+      const c0 = process.cpuUsage();
+      for (let i = 0; i < n; i++) {
+        const t = g.admit(call, reply) as Ticket | undefined;
+        if (t) {
+          t.charged(row);
+          t.finish();
+        }
+      }
+      const c = process.cpuUsage(c0);
+      runs.push((c.user + c.system) / n);
+    }
+    out.push({ rules: label, cpuUsPerRequest: +median(runs).toFixed(2) });
+  }
+  return out;
+}
+console.log('governor alone, in-process, µs CPU per admission + settlement:');
+console.table(governorAlone());
+
 const up = await startUpstream();
 const running: Running[] = [];
 try {

@@ -91,6 +91,33 @@ describe('redis backend', () => {
     expect(after.filter((r) => !(r instanceof GatewayError))).toHaveLength(3);
   });
 
+  it('settles tokens per minute with the real usage, and a day budget starts afresh at UTC midnight (fake clock)', async () => {
+    const c = world({ limits: { tpm: 1000 }, budget: { day: '0.0005' } });
+    let now = Date.UTC(2026, 10, 24, 23, 59, 30);
+    const g = new Governor({ backend: await backend(), now: () => now });
+    const headers: Record<string, string> = {};
+    const rep = { raw: { setHeader: (n: string, v: string) => (headers[n] = v) } } as unknown as FastifyReply;
+    const first = await g.admit(c, rep); // 400 bytes: 100 tokens estimated
+    expect(headers['x-ratelimit-remaining-tokens']).toBe('900');
+    first!.charged({ input: 300, output: 500, cacheRead: 0, cacheWrite: 0, costPoints: '0.0013' } as LedgerRow);
+    first!.finish();
+    await new Promise((r) => setTimeout(r, 50));
+    // The estimate (100) was replaced by the real 800: 200 left (the fake clock has not moved).
+    expect((await g.describe(c.key)).limits[0]).toMatchObject({ kind: 'tpm', remaining: 200 });
+    await Promise.resolve(g.admit(c, rep)).then(
+      () => expect.unreachable('the day budget is spent'),
+      (err: unknown) => expect(err).toMatchObject({ kind: 'quota_exceeded' }),
+    );
+    // Next UTC day: the budget is back, and the tokens bucket has refilled by then (a minute later).
+    now += 60_000;
+    const next = await g.admit(c, rep);
+    expect(next).toBeDefined();
+    // 800 real tokens were settled a minute ago and have drained; this request's 100 are taken.
+    expect(headers['x-ratelimit-remaining-tokens']).toBe('900');
+    const view = await g.describe(c.key);
+    expect(view.budgets[0]).toMatchObject({ period: 'day', spent: '0.0001', resets_at: '2026-11-26T00:00:00.000Z' });
+  });
+
   it('keeps spend exact in femtopoints across whole-point carries, and reconciles upwards only', async () => {
     const c = world({ budget: { total: '3' } });
     const b = await backend();
