@@ -61,6 +61,7 @@ async function main(argv: string[]): Promise<number> {
       redisUrl: process.env.REDIS_URL || undefined,
       redisPrefix: process.env.TOLLGATE_REDIS_PREFIX || undefined,
       ratesWhenRedisDown: process.env.TOLLGATE_RATES_WHEN_REDIS_DOWN === 'refuse' ? 'refuse' : undefined,
+      redisTimeoutMs: process.env.TOLLGATE_REDIS_TIMEOUT_MS ? Number(process.env.TOLLGATE_REDIS_TIMEOUT_MS) : undefined,
       leaseGraceMs: process.env.TOLLGATE_LIMITS_LEASE_GRACE_MS ? Number(process.env.TOLLGATE_LIMITS_LEASE_GRACE_MS) : undefined,
     });
     gw.app.log.info({ url: gw.url, store: gw.store.kind, ...(cluster ? { namespace: gw.kube?.namespace } : { config }), adminUrl: gw.adminUrl }, 'tollgate listening');

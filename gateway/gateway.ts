@@ -49,6 +49,8 @@ export interface GatewayOptions {
   redisUrl?: string;
   /** Prefix of every Redis key (default "tollgate:"). */
   redisPrefix?: string;
+  /** Longest wait for a Redis answer before a request is served from the local view (default 250 ms); TOLLGATE_REDIS_TIMEOUT_MS. */
+  redisTimeoutMs?: number;
   /** Rates and concurrency while Redis is unreachable: a local per-pod limiter (default) or refuse. */
   ratesWhenRedisDown?: RatesWhenDown;
   /** Added to a provider's total timeout to make a concurrency lease (default 10 s); the CLI reads TOLLGATE_LIMITS_LEASE_GRACE_MS. */
@@ -97,7 +99,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   telemetry.observeLedger(ledger);
   telemetry.observeSnapshot(holder);
   const upstream = new UpstreamClient();
-  const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, leaseGraceMs: opts.leaseGraceMs, log, store, holder, meter: telemetry.meter });
+  const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, redisTimeoutMs: opts.redisTimeoutMs, leaseGraceMs: opts.leaseGraceMs, log, store, holder, meter: telemetry.meter });
   const draining = { value: false };
   const ctx: GatewayContext = {
     holder,

@@ -20,6 +20,7 @@ export interface CreateGovernorOptions {
   redisUrl?: string;
   redisPrefix?: string;
   ratesWhenDown?: RatesWhenDown;
+  redisTimeoutMs?: number;
   log: Logger;
   store: Store;
   holder: SnapshotHolder;
@@ -33,7 +34,7 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
   let degraded = (): boolean => false;
   if (o.redisUrl) {
     const { RedisBackend } = await import('./redis-backend.ts');
-    const redis = new RedisBackend({ url: o.redisUrl, prefix: o.redisPrefix, ratesWhenDown: o.ratesWhenDown, log: o.log });
+    const redis = new RedisBackend({ url: o.redisUrl, prefix: o.redisPrefix, ratesWhenDown: o.ratesWhenDown, commandTimeoutMs: o.redisTimeoutMs, log: o.log });
     try {
       await redis.ready();
     } catch {
