@@ -12,6 +12,8 @@ import type { ChildGateway } from '../support/child-gateway.ts';
 import { startChildGateway } from '../support/child-gateway.ts';
 import type { TestDatabase } from '../support/databases.ts';
 import { createTestDatabase } from '../support/databases.ts';
+import type { BenchDatabase } from '../../bench/databases.ts';
+import { createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from '../../bench/databases.ts';
 import type { FakeUpstream } from '../upstream/server.ts';
 import { startFakeUpstream } from '../upstream/server.ts';
 import { sumDecimals } from '../support/expected-cost.ts';
@@ -24,6 +26,7 @@ let upstream: FakeUpstream;
 let dir: string;
 const pods: ChildGateway[] = [];
 let db: TestDatabase | undefined;
+let local: BenchDatabase | undefined;
 
 beforeAll(async () => {
   upstream = await startFakeUpstream();
@@ -53,15 +56,24 @@ beforeAll(async () => {
   // A generous Redis timeout: on a machine this busy a 250 ms answer can be late, and a late answer is served from the
   // pod's local view (degraded mode, tested apart), which is not what this file proves.
   const env = { REDIS_URL: 'redis://127.0.0.1:6379', TOLLGATE_REDIS_PREFIX: prefix, TOLLGATE_LIMITS_LEASE_GRACE_MS: '500', TOLLGATE_REDIS_TIMEOUT_MS: '10000' };
-  // Two pods of one installation: one Postgres database (PGlite per pod without DATABASE_URL), one Redis.
-  db = process.env.DATABASE_URL ? await createTestDatabase('postgres', { migrate: false }) : undefined;
-  for (const i of [0, 1]) pods.push(await startChildGateway({ configPath, dataDir: join(dir, `pod${i}`), databaseUrl: db?.databaseUrl, env }));
+  // Two pods of one installation: one Postgres database (the machine's, 127.0.0.1:5432, when DATABASE_URL is unset;
+  // PGlite per pod only if there is none), one Redis.
+  let databaseUrl: string | undefined;
+  if (process.env.DATABASE_URL) {
+    db = await createTestDatabase('postgres', { migrate: false });
+    databaseUrl = db.databaseUrl;
+  } else if (await postgresReachable(DEFAULT_POSTGRES_URL)) {
+    local = await createBenchDatabase(DEFAULT_POSTGRES_URL, 'limits');
+    databaseUrl = local.url;
+  }
+  for (const i of [0, 1]) pods.push(await startChildGateway({ configPath, dataDir: join(dir, `pod${i}`), databaseUrl, env }));
 }, 120_000);
 
 afterAll(async () => {
   for (const p of pods) if (p.proc.exitCode === null && p.proc.signalCode === null) await p.kill('SIGTERM');
   await upstream?.close();
   await db?.drop();
+  await local?.drop();
   if (dir) rmSync(dir, { recursive: true, force: true });
   const r = new Redis(6379, '127.0.0.1');
   const found: string[] = [];
