@@ -21,7 +21,8 @@ Both servers listen on 127.0.0.1 unless told: --host / TOLLGATE_HOST (API, port 
 --admin-host / TOLLGATE_ADMIN_HOST (metrics, port TOLLGATE_ADMIN_PORT, default 9464; 0 or off: none).
 Environment: DATABASE_URL (else embedded PGlite in $TOLLGATE_DATA_DIR, default ./.tollgate), LOG_LEVEL,
 LOG_FORMAT=json (JSON logs on a terminal too), TOLLGATE_BODY_TIMEOUT_MS (30000), TOLLGATE_UPLOAD_TIMEOUT_MS (300000),
-TOLLGATE_MAX_CONNECTIONS (16384), OTEL_* (docs/observability.md).`;
+TOLLGATE_MAX_CONNECTIONS (16384), REDIS_URL (shared limit counters; TOLLGATE_REDIS_PREFIX,
+TOLLGATE_RATES_WHEN_REDIS_DOWN=local|refuse, docs/limits.md), OTEL_* (docs/observability.md).`;
 
 const EXAMPLE_CONFIG = fileURLToPath(new URL('../examples/tollgate.yaml', import.meta.url));
 const USER_CONFIG = 'tollgate.yaml';
@@ -93,6 +94,11 @@ async function main(argv: string[]): Promise<number> {
         maxJournalBytes: intFlag('TOLLGATE_MAX_JOURNAL_BYTES', process.env.TOLLGATE_MAX_JOURNAL_BYTES, 1, 2 ** 53),
         adminPort: adminPortFromEnv(),
         pretty: process.stdout.isTTY === true && process.env.LOG_FORMAT !== 'json',
+        redisUrl: process.env.REDIS_URL || undefined,
+        redisPrefix: process.env.TOLLGATE_REDIS_PREFIX || undefined,
+        ratesWhenRedisDown: process.env.TOLLGATE_RATES_WHEN_REDIS_DOWN === 'refuse' ? 'refuse' : undefined,
+        redisTimeoutMs: intFlag('TOLLGATE_REDIS_TIMEOUT_MS', process.env.TOLLGATE_REDIS_TIMEOUT_MS, 1, 2 ** 31),
+        leaseGraceMs: intFlag('TOLLGATE_LIMITS_LEASE_GRACE_MS', process.env.TOLLGATE_LIMITS_LEASE_GRACE_MS, 0, 2 ** 31),
       });
     } catch (err) {
       if (err instanceof ListenError) {

@@ -8,6 +8,7 @@ export type ErrorKind =
   | 'invalid_request'
   | 'request_too_large'
   | 'rate_limited'
+  | 'quota_exceeded'
   | 'upstream_unavailable'
   | 'upstream_timeout'
   | 'upstream_auth'
@@ -39,6 +40,8 @@ const KINDS: Record<ErrorKind, KindSpec> = {
   invalid_request: { status: 400, chatType: 'invalid_request_error', code: 'invalid_request', messagesType: 'invalid_request_error', googleStatus: 'INVALID_ARGUMENT', compatType: 'BadRequest' },
   request_too_large: { status: 413, chatType: 'invalid_request_error', code: 'REQUEST_TOO_LARGE', messagesType: 'request_too_large', googleStatus: 'INVALID_ARGUMENT', compatType: 'BadRequest' },
   rate_limited: { status: 429, chatType: 'rate_limit_error', code: 'rate_limited', messagesType: 'rate_limit_error', googleStatus: 'RESOURCE_EXHAUSTED', compatType: 'TooManyRequests' },
+  // A spent budget: OpenAI's insufficient_quota; the SDKs are told not to retry (x-should-retry: false).
+  quota_exceeded: { status: 429, chatType: 'insufficient_quota', code: 'insufficient_quota', messagesType: 'rate_limit_error', googleStatus: 'RESOURCE_EXHAUSTED', compatType: 'QuotaExceeded' },
   upstream_unavailable: { status: 502, chatType: 'upstream_error', code: 'upstream_unavailable', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },
   upstream_timeout: { status: 504, chatType: 'upstream_error', code: 'upstream_timeout', messagesType: 'api_error', googleStatus: 'DEADLINE_EXCEEDED', compatType: 'GatewayTimeout' },
   upstream_auth: { status: 502, chatType: 'upstream_error', code: 'upstream_auth', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },

@@ -4,6 +4,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
+import { createGovernor } from './governance/create.ts';
+import type { RatesWhenDown } from './governance/redis-backend.ts';
 import { createLedger } from './ledger/ledger.ts';
 import type { Ledger } from './ledger/ledger.ts';
 import { ledgerSink } from './ledger/sink.ts';
@@ -51,6 +53,16 @@ export interface GatewayOptions {
   /** Admin server with /metrics (docs/observability.md); false or absent: none. The CLI reads TOLLGATE_ADMIN_PORT. */
   adminPort?: number | false;
   adminHost?: string;
+  /** Shared rate-limit and budget counters (docs/limits.md); absent: in-process counters. The CLI reads REDIS_URL. */
+  redisUrl?: string;
+  /** Prefix of every Redis key (default "tollgate:"). */
+  redisPrefix?: string;
+  /** Longest wait for a Redis answer before a request is served from the local view (default 250 ms); TOLLGATE_REDIS_TIMEOUT_MS. */
+  redisTimeoutMs?: number;
+  /** Rates and concurrency while Redis is unreachable: a local per-pod limiter (default) or refuse. */
+  ratesWhenRedisDown?: RatesWhenDown;
+  /** Added to a provider's total timeout to make a concurrency lease (default 10 s); the CLI reads TOLLGATE_LIMITS_LEASE_GRACE_MS. */
+  leaseGraceMs?: number;
   /** OTEL_* environment and, for tests, an injected span exporter. */
   telemetry?: Pick<TelemetryOptions, 'env' | 'spanExporter'>;
 }
@@ -118,6 +130,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   telemetry.observeLedger(ledger);
   telemetry.observeSnapshot(holder);
   const upstream = new UpstreamClient();
+  const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, redisTimeoutMs: opts.redisTimeoutMs, leaseGraceMs: opts.leaseGraceMs, log, store, holder, meter: telemetry.meter });
   const draining = { value: false };
   const ctx: GatewayContext = {
     holder,
@@ -127,6 +140,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       credentials: function* () {
         for (const p of holder.current?.providers.values() ?? []) yield p.credential;
       },
+      governor,
       ledger: ledgerSink(ledger),
     },
     ledger,
@@ -153,6 +167,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       watcher = watchSnapshotFile(opts.configPath, holder, app.log);
     }
   } catch (err) {
+    await governor.close();
     await ledger.close();
     if (ownsStore) await store.close();
     await telemetry.shutdown();
@@ -191,6 +206,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         await upstream.destroy().catch(() => {});
         await new Promise((r) => setImmediate(r));
       } else if (!late) await upstream.close();
+      await governor.close();
       await ledger.close();
       if (ownsStore) await store.close();
       await admin?.close();

@@ -14,6 +14,7 @@ import type { GatewayContext } from './routes/context.ts';
 import { registerGeminiRoutes } from './routes/gemini.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerImageRoutes } from './routes/images.ts';
+import { registerLimitsRoutes } from './routes/limits.ts';
 import { registerMessagesRoutes } from './routes/messages.ts';
 import { registerModelRoutes } from './routes/models.ts';
 import { registerResponsesRoutes } from './routes/responses.ts';
@@ -101,5 +102,6 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   registerGeminiRoutes(app, ctx);
   registerUsageRoutes(app, ctx);
   registerEmbeddingsRoutes(app, ctx);
+  registerLimitsRoutes(app, ctx);
   return app;
 }

@@ -167,7 +167,7 @@ export function compileBase(world: World): BaseCompiled {
   for (const r of world.organizations) {
     if (deleting(r)) continue;
     const s = r.spec ?? {};
-    const c = check(organizationSchema, { id: r.metadata.name, models: s.models, discount: s.discount });
+    const c = check(organizationSchema, { id: r.metadata.name, models: s.models, discount: s.discount, limits: s.limits, budget: s.budget, projects: s.projects });
     if (!c.ok) bad('Organization', r, 'InvalidSpec', c.issues.join('; '));
     else orgs.set(r.metadata.name, { r, entry: c.value });
   }
@@ -380,7 +380,7 @@ export class Compiler {
       if (!key || !looksLikeApiKey(key)) m = { stamp, entry: undefined, error: `Secret "${secretName}" data.key is not an sk_live_ key; delete the Secret to issue a new one` };
       else {
         const s = r.spec ?? {};
-        const c = check(apiKeySchema, { id: name, hash: hashApiKey(key), prefix: displayPrefix(key), organization: s.organization, project: s.project, name: s.displayName, disabled: s.disabled, expiresAt: s.expiresAt, createdAt: timestamp(r.metadata.creationTimestamp) });
+        const c = check(apiKeySchema, { id: name, hash: hashApiKey(key), prefix: displayPrefix(key), organization: s.organization, project: s.project, name: s.displayName, disabled: s.disabled, expiresAt: s.expiresAt, createdAt: timestamp(r.metadata.creationTimestamp), limits: s.limits, budget: s.budget });
         m = c.ok ? { stamp, entry: c.value, error: undefined } : { stamp, entry: undefined, error: c.issues.join('; ') };
       }
     }

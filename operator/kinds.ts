@@ -1,4 +1,5 @@
 // The tollgate.dev/v1alpha1 custom resources as the operator reads them (docs/adr/0005-kubernetes-api.md).
+import type { Budget, ProjectConfig, RateLimits } from '../gateway/governance/limits-schema.ts';
 
 export const GROUP = 'tollgate.dev';
 export const VERSION = 'v1alpha1';
@@ -77,6 +78,9 @@ export interface ModelSpec {
 export interface OrganizationSpec {
   models?: string[];
   discount?: string;
+  limits?: RateLimits;
+  budget?: Budget;
+  projects?: ProjectConfig[];
 }
 
 export interface ApiKeySpec {
@@ -85,6 +89,8 @@ export interface ApiKeySpec {
   displayName?: string;
   disabled?: boolean;
   expiresAt?: string;
+  limits?: RateLimits;
+  budget?: Budget;
 }
 
 /** A Secret as the operator sees it: data values are base64. */

@@ -24,12 +24,15 @@ import { isTimeout, TimeoutError, upstreamError } from '../upstream/client.ts';
 import { redactBody } from '../upstream/redact.ts';
 import type { Exchange } from '../telemetry/exchange.ts';
 import { telemetryOf } from '../telemetry/request-hook.ts';
+import type { Governor, Ticket } from '../governance/governor.ts';
 
 export interface RelayDeps {
   upstream: UpstreamClient;
   ledger: LedgerSink;
   /** Every configured provider credential, blanked from upstream error bodies (absent: the call's targets' only). */
   credentials?: () => Iterable<string | undefined>;
+  /** Rate limits and budgets (gateway/governance); absent in tests that build deps by hand. */
+  governor?: Governor;
 }
 
 export interface RelayCall extends ChargeContext {
@@ -58,6 +61,10 @@ export interface RelayCall extends ChargeContext {
 const PASS_RESPONSE_HEADERS = ['content-type', 'openai-processing-ms'];
 
 export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyReply): Promise<void> {
+  // Governance: admitted (or refused with a 429, never sent upstream) before any upstream is contacted; settled in `finally`.
+  const admission = deps.governor?.admit(call, reply);
+  const ticket = admission === undefined ? undefined : await admission;
+  if (ticket) deps = governed(deps, ticket);
   const controller = new AbortController();
   const total = setTimeout(() => controller.abort(new TimeoutError()), call.targets[0].provider.timeouts.totalMs);
   const raw = reply.raw;
@@ -101,7 +108,20 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
     clearTimeout(total);
     raw.off('close', onClose);
     tel.relayEnd();
+    ticket?.finish();
   }
+}
+
+/** The ledger sink that also tells the ticket the exact charge (a governed request only). */
+function governed(deps: RelayDeps, ticket: Ticket): RelayDeps {
+  const sink = deps.ledger;
+  return {
+    ...deps,
+    ledger: {
+      // The exact charge settles the ticket once the row is recorded (an unrecorded answer is withheld, not billed).
+      append: (row) => sink.append(row).then(() => ticket.charged(row)),
+    },
+  };
 }
 
 async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean): Promise<void> {

@@ -4,6 +4,8 @@ import type { Decimal } from '../billing/decimal.ts';
 import { parseDecimal } from '../billing/decimal.ts';
 import type { CompiledPricing } from '../billing/pricing.ts';
 import { compilePricing } from '../billing/pricing.ts';
+import type { KeyGovernance, OrgGovernance } from '../governance/rules.ts';
+import { compileKeyGovernance, compileOrgGovernance, compileScope } from '../governance/rules.ts';
 import type { Model, Protocol, Provider, Snapshot } from './schema.ts';
 import { PROTOCOLS } from './schema.ts';
 
@@ -42,6 +44,10 @@ export interface RuntimeOrganization {
   all: boolean;
   exact: ReadonlySet<string>;
   prefixes: readonly string[];
+  /** Limits and budgets of the organization and its projects; undefined when none are set. */
+  governance: OrgGovernance | undefined;
+  /** A model name or alias to its canonical id, for per-model limits. */
+  resolveModel(name: string): string | undefined;
 }
 
 export interface RuntimeKey {
@@ -51,6 +57,8 @@ export interface RuntimeKey {
   project: string;
   disabled: boolean;
   expiresAtMs: number | undefined;
+  /** Every limit and budget that applies to this key's requests; undefined when none do (the governor is skipped). */
+  governance: KeyGovernance | undefined;
 }
 
 export interface RuntimeSnapshot {
@@ -136,6 +144,7 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
     if (m.alias) byName.set(m.alias.toLowerCase(), rm);
   }
   const organizations = new Map<string, RuntimeOrganization>();
+  const resolve = (name: string) => byName.get(name.toLowerCase())?.id;
   for (const o of s.organizations) {
     organizations.set(o.id, {
       id: o.id,
@@ -143,6 +152,8 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
       all: o.models.includes('*'),
       exact: new Set(o.models.filter((x) => !x.endsWith('*'))),
       prefixes: o.models.filter((x) => x.endsWith('*') && x !== '*').map((x) => x.slice(0, -1)),
+      governance: compileOrgGovernance(o, resolve, opts.warn),
+      resolveModel: resolve,
     });
   }
   return { models, byName, organizations, providers };
@@ -159,8 +170,14 @@ export function compileKeys(keys: Snapshot['apiKeys'], organizations: ReadonlyMa
       project: k.project,
       disabled: k.disabled,
       expiresAtMs: k.expiresAt ? Date.parse(k.expiresAt) : undefined,
+      governance: keyGovernance(k, organizations.get(k.organization)!),
     },
   ]);
+}
+
+function keyGovernance(k: Snapshot['apiKeys'][number], org: RuntimeOrganization): KeyGovernance | undefined {
+  const own = k.limits || k.budget ? compileScope('key', k.id, `k:${k.id}`, k.limits, k.budget, org.resolveModel) : [];
+  return compileKeyGovernance(own, org.governance, k.project);
 }
 
 export function orgAllows(org: RuntimeOrganization, modelId: string): boolean {

@@ -1,6 +1,7 @@
 // The one contract between the operator, the standalone file and every gateway pod (docs/contract.md, snapshot).
 // Kept free of transforms so the generated JSON Schema documents exactly what a file may hold.
 import { z } from 'zod';
+import { budgetSchema, projectSchema, rateLimitsSchema } from '../governance/limits-schema.ts';
 
 export const PROTOCOLS = ['openai', 'anthropic', 'responses', 'images', 'gemini', 'embeddings'] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
@@ -131,6 +132,9 @@ export const organizationSchema = z
     id: slug,
     models: z.array(z.string().min(1)).default([]).describe('Model ids this organization may call; "*" for all, "prefix/*" for a family.'),
     discount: decimalSchema.optional().describe('Overrides every pricing group discount for this organization.'),
+    limits: rateLimitsSchema.optional(),
+    budget: budgetSchema.optional(),
+    projects: z.array(projectSchema).optional().describe("Limits and budgets per project (a key names its project); a project not listed has none of its own."),
   })
   .strict();
 
@@ -145,6 +149,8 @@ export const apiKeySchema = z
     disabled: z.boolean().default(false),
     expiresAt: z.iso.datetime({ offset: true }).optional(),
     createdAt: z.iso.datetime({ offset: true }).optional(),
+    limits: rateLimitsSchema.optional(),
+    budget: budgetSchema.optional(),
   })
   .strict();
 
@@ -171,6 +177,9 @@ export const snapshotSchema = z
     const providers = unique(s.providers, 'providers');
     const groups = unique(s.pricingGroups, 'pricingGroups');
     const orgs = unique(s.organizations, 'organizations');
+    s.organizations.forEach((o, i) => {
+      if (o.projects) unique(o.projects, `organizations.${i}.projects`);
+    });
     unique(s.apiKeys, 'apiKeys');
     const names = new Map<string, number>();
     s.models.forEach((m, i) => {

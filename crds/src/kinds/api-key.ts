@@ -1,5 +1,6 @@
 import { SLUG, name, status } from '../common.ts';
 import { AGE_COLUMN, APPLIED_COLUMN, READY_COLUMN, REASON_COLUMN, type KindDefinition } from '../crd.ts';
+import { budget, rateLimits } from '../limits.ts';
 import { bool, obj, str } from '../openapi.ts';
 
 export const apiKey: KindDefinition = {
@@ -16,6 +17,8 @@ export const apiKey: KindDefinition = {
     displayName: str('Human-readable name, e.g. "Web frontend".', { maxLength: 200 }),
     disabled: bool('true revokes the key at once; false (default) lets it authenticate again.'),
     expiresAt: str('RFC 3339 time after which the key is refused, e.g. 2027-01-01T00:00:00Z. Omit for no expiry.', { format: 'date-time' }),
+    limits: rateLimits('Rate limits of this key alone.'),
+    budget: budget('Spend budget of this key alone, in points.'),
   }, ['organization', 'project']),
   status: status({
     secretName: str('Name of the Secret (owned by this ApiKey) whose data.key holds the sk_live_ key.', { maxLength: 253 }),
@@ -25,6 +28,8 @@ export const apiKey: KindDefinition = {
     { name: 'Org', type: 'string', jsonPath: '.spec.organization', description: 'Organization.' },
     { name: 'Project', type: 'string', jsonPath: '.spec.project', description: 'Project.' },
     { name: 'Prefix', type: 'string', jsonPath: '.status.prefix', description: 'Key display prefix.' },
+    { name: 'RPM', type: 'integer', jsonPath: '.spec.limits.rpm', description: 'Requests per minute for this key.', priority: 1 },
+    { name: 'Budget', type: 'string', jsonPath: '.spec.budget.month', description: 'Points per UTC month for this key.', priority: 1 },
     READY_COLUMN,
     { name: 'Disabled', type: 'boolean', jsonPath: '.spec.disabled', description: 'Revoked by hand.', priority: 1 },
     { name: 'Expires', type: 'string', jsonPath: '.spec.expiresAt', description: 'Expiry time.', priority: 1 },

@@ -1,0 +1,183 @@
+// CPU per request of the governor, in one run: the bare proxy floor, tollgate with no limits, with limits counted
+// in-process, and with limits counted in Redis (the machine's Redis at 127.0.0.1:6379, own key prefix, removed after).
+// Every limit is set far above the load so nothing is refused: what is measured is the cost of counting.
+// Rounds interleave the targets so a noisy neighbour on the shared cores hits all of them alike.
+//   node bench/limits.ts [--requests 5000] [--concurrency 32] [--rounds 2] [--rate 1000] [--rate-seconds 5]
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import type { FastifyReply } from 'fastify';
+import { generateApiKey } from '../gateway/auth/api-key.ts';
+import { Governor } from '../gateway/governance/governor.ts';
+import type { GovernedCall, Ticket } from '../gateway/governance/governor.ts';
+import { MemoryBackend } from '../gateway/governance/memory-backend.ts';
+import type { LedgerRow } from '../gateway/ledger/row.ts';
+import { compileSnapshot } from '../gateway/snapshot/runtime.ts';
+import { snapshotSchema } from '../gateway/snapshot/schema.ts';
+import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
+import type { BenchDatabase } from './databases.ts';
+import { chatBody, paced } from './load.ts';
+import type { Target } from './load.ts';
+import { cpuSeconds, freePort, spawnServer } from './proc.ts';
+import type { ServerProc } from './proc.ts';
+import { benchConfig, GATEWAY_NODE_OPTIONS, startBare, startUpstream } from './targets.ts';
+import type { Running } from './targets.ts';
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '5000' },
+    concurrency: { type: 'string', default: '32' },
+    rounds: { type: 'string', default: '2' },
+    rate: { type: 'string', default: '1000' },
+    'rate-seconds': { type: 'string', default: '5' },
+    redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+  },
+});
+const requests = Number(values.requests);
+const concurrency = Number(values.concurrency);
+const prefix = `tollgate-bench:${randomUUID()}:`;
+const dbs: BenchDatabase[] = [];
+const HIGH = { rpm: 1_000_000_000, tpm: 1_000_000_000, concurrency: 1_000_000 };
+const BUDGET = { month: '1000000000', total: '1000000000' };
+
+async function startGateway(name: string, upstreamUrl: string, limited: boolean, env: Record<string, string> = {}): Promise<Running & { dataDir: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-limits-'));
+  const k = { ...generateApiKey(), organization: 'bench', project: 'bench' };
+  const config = benchConfig(upstreamUrl, [k]);
+  if (limited) {
+    // Key, project and organization all limited: the worst case of three scopes per request.
+    config.apiKeys![0] = { ...config.apiKeys![0], limits: HIGH, budget: BUDGET };
+    config.organizations![0] = { ...config.organizations![0], limits: HIGH, budget: BUDGET, projects: [{ id: 'bench', limits: HIGH }] };
+  }
+  const configPath = join(dataDir, 'tollgate.json');
+  writeFileSync(configPath, JSON.stringify(config));
+  // Postgres (one database each): the ledger is the same for all four, and starts fast on a busy machine.
+  const db = await createBenchDatabase(DEFAULT_POSTGRES_URL, name.replaceAll('-', '_'));
+  dbs.push(db);
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const proc: ServerProc = await spawnServer({
+    name,
+    args: ['gateway/cli.ts', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
+    env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, TOLLGATE_ADMIN_PORT: 'off', ...env },
+    readyUrl: `${url}/healthz`,
+    url,
+    timeoutMs: 60_000,
+  });
+  return {
+    proc,
+    dataDir,
+    target: { name, origin: url, chatPath: '/api/v1/chat/completions', headers: { authorization: `Bearer ${k.key}` }, pid: proc.pid, messagesPath: '/api/v1/messages', messagesHeaders: {} },
+    close: async () => {
+      await proc.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function fixedCount(t: Target, body: string, n: number): Promise<number> {
+  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
+  const headers = { 'content-type': 'application/json', ...t.headers };
+  let sent = 0;
+  let failed = 0;
+  const cpu0 = cpuSeconds(t.pid);
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < n) {
+        sent++;
+        const res = await pool.request({ path: t.chatPath, method: 'POST', headers, body });
+        await res.body.arrayBuffer();
+        if (res.statusCode !== 200) failed++;
+      }
+    }),
+  );
+  const cpu = cpuSeconds(t.pid) - cpu0;
+  await pool.close();
+  if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
+  return cpu / n;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** The governor alone (no HTTP): CPU per admission + settlement, the part of the in-process figure that is ours. */
+function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
+  const k = generateApiKey();
+  const out: { rules: string; cpuUsPerRequest: number }[] = [];
+  for (const [label, keyExtra, orgExtra] of [
+    ['none', {}, {}],
+    ['key rpm', { limits: { rpm: HIGH.rpm } }, {}],
+    ['3 scopes x rpm/tpm/concurrency + 4 budgets', { limits: HIGH, budget: BUDGET }, { limits: HIGH, budget: BUDGET, projects: [{ id: 'p', limits: HIGH }] }],
+  ] as const) {
+    const s = compileSnapshot(
+      snapshotSchema.parse({
+        providers: [{ id: 'p', baseUrl: 'http://127.0.0.1:9/v1' }],
+        pricingGroups: [{ id: 'g', mode: 'flat_tokens', prices: { input: '0.15', output: '0.6' } }],
+        models: [{ id: 'm', pricingGroup: 'g', protocols: { openai: [{ provider: 'p', model: 'a' }] } }],
+        organizations: [{ id: 'o', models: ['*'], ...orgExtra }],
+        apiKeys: [{ id: 'k', hash: k.hash, prefix: k.prefix, organization: 'o', project: 'p', ...keyExtra }],
+      }),
+    );
+    const model = s.byName.get('m')!;
+    const call: GovernedCall = { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! };
+    const reply = { raw: { setHeader() {} } } as unknown as FastifyReply;
+    const row = { input: 20, output: 30, cacheRead: 0, cacheWrite: 0, costPoints: '0.0000213' } as LedgerRow;
+    const g = new Governor({ backend: new MemoryBackend() });
+    const n = 200_000;
+    const runs: number[] = [];
+    for (let pass = 0; pass < 3; pass++) {
+      const c0 = process.cpuUsage();
+      for (let i = 0; i < n; i++) {
+        const t = g.admit(call, reply) as Ticket | undefined;
+        if (t) {
+          t.charged(row);
+          t.finish();
+        }
+      }
+      const c = process.cpuUsage(c0);
+      runs.push((c.user + c.system) / n);
+    }
+    out.push({ rules: label, cpuUsPerRequest: +median(runs).toFixed(2) });
+  }
+  return out;
+}
+console.log('governor alone, in-process, µs CPU per admission + settlement:');
+console.table(governorAlone());
+
+const up = await startUpstream();
+const running: Running[] = [];
+try {
+  running.push(await startBare(up.target.origin));
+  running.push(await startGateway('limits-off', up.target.origin, false));
+  running.push(await startGateway('limits-in-process', up.target.origin, true));
+  running.push(await startGateway('limits-redis', up.target.origin, true, { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix }));
+  const body = chatBody();
+  for (const r of running) await fixedCount(r.target, body, 500); // warm-up
+  const cpu = new Map<string, number[]>(running.map((r) => [r.target.name, []]));
+  for (let round = 0; round < Number(values.rounds); round++) for (const r of running) cpu.get(r.target.name)!.push(await fixedCount(r.target, body, requests));
+  const p99 = new Map<string, number>();
+  for (const r of running) p99.set(r.target.name, (await paced(r.target, body, { rate: Number(values.rate), seconds: Number(values['rate-seconds']) })).latency.p99);
+  const off = median(cpu.get('limits-off')!);
+  const rows = running.map((r) => {
+    const c = median(cpu.get(r.target.name)!);
+    return { target: r.target.name, cpuUsPerRequest: +(c * 1e6).toFixed(1), addedVsOffUs: +((c - off) * 1e6).toFixed(1), p99AtRateMs: +p99.get(r.target.name)!.toFixed(2), p99AddedVsOffMs: +(p99.get(r.target.name)! - p99.get('limits-off')!).toFixed(2) };
+  });
+  console.log(`requests ${requests} x ${values.rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s`);
+  console.table(rows);
+  console.log(JSON.stringify(rows));
+} finally {
+  for (const r of running) await r.close();
+  await up.close();
+  for (const db of dbs) await db.drop();
+  const redis = new Redis(values.redis);
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+  redis.disconnect();
+}

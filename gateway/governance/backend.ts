@@ -1,0 +1,55 @@
+// What a counter store does for the governor: admit all rules of one request atomically, then settle them.
+import type { Rule } from './rules.ts';
+
+export interface AdmitInput {
+  rules: readonly Rule[];
+  /** Budget counter names (rule id + period id), parallel to `rules` (undefined for rate rules). */
+  spendKeys: readonly (string | undefined)[];
+  now: number;
+  /** Unique per request: the concurrency lease member. */
+  lease: string;
+  /** How long a concurrency slot lives if its pod never releases it. */
+  leaseMs: number;
+  /** Tokens taken from every tpm rule at admission (the input estimate); settled to the real usage later. */
+  tokens: number;
+  /** Femtopoints reserved on every budget rule at admission; settled to the exact charge later. */
+  reserve: bigint;
+}
+
+export interface Verdict {
+  ok: boolean;
+  /** Index of the rule that refused. */
+  refused: number;
+  retryAfterMs: number;
+  /** Per rule after admission: what is left (requests, tokens, slots; budgets: femtopoints, may be negative). */
+  remaining: (number | bigint)[];
+  /** Per rule: ms until a rate bucket is full again (0 for others). */
+  resetMs: number[];
+}
+
+export interface SettleInput {
+  rules: readonly Rule[];
+  spendKeys: readonly (string | undefined)[];
+  now: number;
+  lease: string;
+  /** Real tokens minus the admitted estimate (may be negative). */
+  tokensDelta: number;
+  /** Exact charge minus the reservation, femtopoints (may be negative). */
+  spendDelta: bigint;
+}
+
+export interface CounterBackend {
+  readonly kind: 'memory' | 'redis';
+  admit(a: AdmitInput): Verdict | Promise<Verdict>;
+  /** Settles spend and tokens and frees the concurrency slot; never throws (errors are counted and logged). */
+  settle(s: SettleInput): void | Promise<void>;
+  /** Current values without changing anything (GET /customer/limits). */
+  peek(rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number): Promise<Verdict>;
+  /** Raises a spend counter to at least `units` (ledger reconciliation); never lowers it. */
+  raiseSpend(spendKey: string, units: bigint, ttlMs: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const WINDOW_MS = 60_000;
+// GCRA compares float sums (k * 60000/limit); the slack absorbs rounding so exactly `limit` fit in one burst.
+export const EPSILON_MS = 1e-6;

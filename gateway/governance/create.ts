@@ -1,0 +1,96 @@
+// Builds the governor for one gateway process: in-process counters, or Redis when a URL is given; and the
+// reconciliation that raises spend counters to what the ledger says was spent (at start, then every minute).
+import type { Meter } from '@opentelemetry/api';
+import type { Logger } from 'pino';
+import { spendSince } from '../ledger/spend-rollup.ts';
+import type { SpendScope } from '../ledger/spend-rollup.ts';
+import type { SnapshotHolder } from '../snapshot/holder.ts';
+import type { RuntimeSnapshot } from '../snapshot/runtime.ts';
+import type { Store } from '../store/store.ts';
+import type { CounterBackend } from './backend.ts';
+import { Governor } from './governor.ts';
+import { MemoryBackend } from './memory-backend.ts';
+import { periodId, periodStart } from './periods.ts';
+import type { RatesWhenDown } from './redis-backend.ts';
+import { spendTtl } from './redis-backend.ts';
+import type { Rule } from './rules.ts';
+import { pointsToUnits } from './spend-units.ts';
+
+export interface CreateGovernorOptions {
+  redisUrl?: string;
+  redisPrefix?: string;
+  ratesWhenDown?: RatesWhenDown;
+  redisTimeoutMs?: number;
+  log: Logger;
+  store: Store;
+  holder: SnapshotHolder;
+  meter?: Meter;
+  reconcileEveryMs?: number;
+  leaseGraceMs?: number;
+}
+
+export async function createGovernor(o: CreateGovernorOptions): Promise<Governor> {
+  let backend: CounterBackend;
+  let degraded = (): boolean => false;
+  if (o.redisUrl) {
+    const { RedisBackend } = await import('./redis-backend.ts');
+    const redis = new RedisBackend({ url: o.redisUrl, prefix: o.redisPrefix, ratesWhenDown: o.ratesWhenDown, commandTimeoutMs: o.redisTimeoutMs, log: o.log });
+    try {
+      await redis.ready();
+    } catch {
+      // Serving never waits for Redis: the pod starts degraded and joins the shared counters when Redis answers.
+      o.log.warn('redis not reachable at start: limits served from the local view until it is');
+    }
+    backend = redis;
+    degraded = () => redis.degraded;
+  } else backend = new MemoryBackend();
+  if (o.meter) {
+    const g = o.meter.createObservableGauge('tollgate.limits.degraded', { description: '1 while the shared limit counters (Redis) cannot be reached and limits are served from this pod\'s local view.' });
+    g.addCallback((r) => r.observe(degraded() ? 1 : 0, { 'tollgate.limits.backend': backend.kind }));
+  }
+  const governor = new Governor({ backend, leaseGraceMs: o.leaseGraceMs });
+  const every = o.reconcileEveryMs ?? 60_000;
+  let running = false;
+  const tick = () => {
+    const s = o.holder.current;
+    if (!s || running) return;
+    running = true;
+    reconcile(backend, o.store, s, governor.now()).then(
+      () => (running = false),
+      (err: unknown) => {
+        running = false;
+        o.log.warn({ err: (err as Error).message }, 'limits: reconciliation with the ledger failed');
+      },
+    );
+  };
+  const timer = setInterval(tick, every);
+  timer.unref();
+  o.holder.onChange(() => setImmediate(tick));
+  const close = governor.close.bind(governor);
+  governor.close = async () => {
+    clearInterval(timer);
+    await close();
+  };
+  return governor;
+}
+
+/** Raises every budget counter of the snapshot to the ledger's spend for its current period. */
+export async function reconcile(backend: CounterBackend, store: Store, s: RuntimeSnapshot, now: number): Promise<void> {
+  const seen = new Set<string>();
+  const one = async (r: Rule, scope: SpendScope) => {
+    const key = r.id + periodId(r.period!, now);
+    if (seen.has(key)) return;
+    seen.add(key);
+    const spent = await spendSince(store, scope, new Date(periodStart(r.period!, now)));
+    await backend.raiseSpend(key, pointsToUnits(spent), spendTtl(r));
+  };
+  for (const org of s.organizations.values()) {
+    const g = org.governance;
+    if (!g) continue;
+    for (const r of g.rules) if (r.kind === 'budget') await one(r, { scope: 'organization', organization: org.id });
+    for (const [project, rules] of g.projects) for (const r of rules) if (r.kind === 'budget') await one(r, { scope: 'project', organization: org.id, project });
+  }
+  for (const k of s.keysByHash.values()) {
+    for (const r of k.governance?.rules ?? []) if (r.kind === 'budget' && r.scope === 'key') await one(r, { scope: 'key', apiKeyId: k.id });
+  }
+}

@@ -1,0 +1,218 @@
+// The governor: one admission before the upstream is contacted, one settlement after the ledger row is written.
+// A key with no limits anywhere (key.governance undefined) returns at the first line: no allocation, no await.
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
+import { selectTier } from '../billing/pricing.ts';
+import type { BillingRule, CompiledPricing } from '../billing/pricing.ts';
+import type { Decimal } from '../billing/decimal.ts';
+import { parseDecimal } from '../billing/decimal.ts';
+import type { ErrorFamily } from '../errors.ts';
+import { GatewayError } from '../errors.ts';
+import type { LedgerRow } from '../ledger/row.ts';
+import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';
+import type { CounterBackend, Verdict } from './backend.ts';
+import { setRateHeaders } from './headers.ts';
+import { periodEnd, periodId } from './periods.ts';
+import type { Rule } from './rules.ts';
+import { toUnits, unitsToPoints } from './spend-units.ts';
+
+/** What admission needs from a relay call. */
+export interface GovernedCall {
+  requestId: string;
+  key: RuntimeKey;
+  model: RuntimeModel;
+  family: ErrorFamily;
+  billing: BillingRule;
+  requestBytes: number;
+  targets: UpstreamTarget[];
+}
+
+export interface GovernorOptions {
+  backend: CounterBackend;
+  /** Injectable clock (tests move it across a calendar boundary). */
+  now?: () => number;
+  /** Added to the provider's total timeout to make a concurrency lease. */
+  leaseGraceMs?: number;
+}
+
+// Concurrency leases are named per pod so two pods never release each other's slots.
+const POD = randomUUID().slice(0, 8);
+let seq = 0;
+
+export class Governor {
+  readonly backend: CounterBackend;
+  readonly now: () => number;
+  private readonly leaseGraceMs: number;
+
+  constructor(opts: GovernorOptions) {
+    this.backend = opts.backend;
+    this.now = opts.now ?? Date.now;
+    this.leaseGraceMs = opts.leaseGraceMs ?? 10_000;
+  }
+
+  /**
+   * Admits the call under every rule that applies, or throws a 429 GatewayError (headers already set on the reply).
+   * Returns undefined, synchronously, when nothing applies to the key.
+   */
+  admit(call: GovernedCall, reply: FastifyReply): Ticket | Promise<Ticket> | undefined {
+    const gov = call.key.governance;
+    if (gov === undefined) return undefined;
+    const rules = gov.byModel.size === 0 ? gov.rules : (gov.byModel.get(call.model.id) ?? gov.rules);
+    if (rules.length === 0) return undefined;
+    const now = this.now();
+    let spendKeys: (string | undefined)[] | undefined;
+    let reserve = 0n;
+    for (let i = 0; i < rules.length; i++) {
+      const r = rules[i];
+      if (r.kind !== 'budget') continue;
+      if (spendKeys === undefined) {
+        spendKeys = new Array<string | undefined>(rules.length);
+        // The reservation: the request's input priced as if 4 bytes were one token (no output assumed). See docs/limits.md for the bound this gives.
+        reserve = call.billing === 'output_only' ? 0n : inputUnits(call.model.pricing, Math.ceil(call.requestBytes / 4), call.key.organization.discount);
+      }
+      spendKeys[i] = spendKey(r, now);
+    }
+    const ticket = new Ticket(this, call, rules, spendKeys ?? NO_KEYS, now, reserve);
+    const leaseMs = call.targets[0].provider.timeouts.totalMs + this.leaseGraceMs;
+    const v = this.backend.admit({ rules, spendKeys: ticket.spendKeys, now, lease: ticket.lease, leaseMs, tokens: ticket.tokens, reserve });
+    if (v instanceof Promise) return v.then((verdict) => this.decide(ticket, verdict, reply));
+    return this.decide(ticket, v, reply);
+  }
+
+  private decide(t: Ticket, v: Verdict, reply: FastifyReply): Ticket {
+    const raw = reply.raw;
+    setRateHeaders(raw, t.call.family, t.rules, v, t.now);
+    if (!v.ok) {
+      const r = t.rules[v.refused];
+      if (r.kind === 'budget') {
+        raw.setHeader('x-should-retry', 'false');
+        const end = periodEnd(r.period!, t.now);
+        if (end !== Infinity) raw.setHeader('retry-after', String(Math.ceil((end - t.now) / 1000)));
+        throw new GatewayError('quota_exceeded', `The ${r.period === 'total' ? 'total' : r.period === 'day' ? 'daily' : 'monthly'} budget of ${unitsToPoints(r.units!)} points for ${scopeText(r)} is spent.`);
+      }
+      raw.setHeader('retry-after', String(Math.max(1, Math.ceil(v.retryAfterMs / 1000))));
+      raw.setHeader('retry-after-ms', String(Math.max(1, Math.ceil(v.retryAfterMs))));
+      throw new GatewayError('rate_limited', `Rate limit reached for ${scopeText(r)}${r.model ? ` on model ${r.model}` : ''}: ${limitText(r)}. Try again in ${Math.max(1, Math.ceil(v.retryAfterMs / 1000))}s.`);
+    }
+    for (let i = 0; i < t.rules.length; i++) {
+      const r = t.rules[i];
+      if (r.softUnits !== undefined && r.units! - (v.remaining[i] as bigint) >= r.softUnits) {
+        raw.setHeader('x-tollgate-budget-warning', `${scopeText(r)}: ${r.period} budget past ${unitsToPoints(r.softUnits)} of ${unitsToPoints(r.units!)} points`);
+        break;
+      }
+    }
+    return t;
+  }
+
+  /** The limits and budgets of a key with what is left, for GET /api/business/v1/customer/limits. */
+  async describe(key: RuntimeKey): Promise<LimitsView> {
+    const gov = key.governance;
+    const now = this.now();
+    const rules: Rule[] = gov ? [...gov.rules] : [];
+    if (gov) for (const list of gov.byModel.values()) for (const r of list) if (!rules.includes(r)) rules.push(r);
+    const spendKeys = rules.map((r) => (r.kind === 'budget' ? spendKey(r, now) : undefined));
+    const v = await this.backend.peek(rules, spendKeys, now);
+    const view: LimitsView = { key: key.id, project: key.project, organization: key.organization.id, backend: this.backend.kind, limits: [], budgets: [] };
+    rules.forEach((r, i) => {
+      if (r.kind === 'budget') {
+        const left = v.remaining[i] as bigint;
+        const end = periodEnd(r.period!, now);
+        view.budgets.push({
+          scope: r.scope,
+          owner: r.owner,
+          period: r.period!,
+          points: unitsToPoints(r.units!),
+          spent: unitsToPoints(r.units! - left),
+          remaining: unitsToPoints(left > 0n ? left : 0n),
+          ...(r.softUnits !== undefined ? { soft_points: unitsToPoints(r.softUnits) } : {}),
+          resets_at: end === Infinity ? null : new Date(end).toISOString(),
+        });
+      } else {
+        view.limits.push({ scope: r.scope, owner: r.owner, kind: r.kind, ...(r.model ? { model: r.model } : {}), limit: r.limit, remaining: Math.max(0, v.remaining[i] as number), reset_seconds: Math.ceil(v.resetMs[i] / 1000) });
+      }
+    });
+    return view;
+  }
+
+  close(): Promise<void> {
+    return this.backend.close();
+  }
+}
+
+const NO_KEYS: readonly (string | undefined)[] = [];
+
+/** The budget counter's name for the period containing `now`, cached on the rule for the period. */
+function spendKey(r: Rule, now: number): string {
+  const id = periodId(r.period!, now);
+  const c = r.spendKeyCache;
+  if (c !== undefined && c.period === id) return c.key;
+  const key = r.id + id;
+  r.spendKeyCache = { period: id, key };
+  return key;
+}
+
+/** `tokens` input tokens at the model's input price and the discount, in femtopoints (rounded up). */
+function inputUnits(pricing: CompiledPricing, tokens: number, orgDiscount: Decimal | undefined): bigint {
+  const price = selectTier(pricing, tokens).input;
+  const discount = orgDiscount ?? pricing.discount;
+  // tokens × price per million × discount: scale = price + 6 + discount.
+  return toUnits({ units: BigInt(tokens) * price.units * discount.units, scale: price.scale + 6 + discount.scale });
+}
+
+export interface LimitsView {
+  key: string;
+  project: string;
+  organization: string;
+  backend: 'memory' | 'redis';
+  limits: { scope: string; owner: string; kind: string; model?: string; limit: number; remaining: number; reset_seconds: number }[];
+  budgets: { scope: string; owner: string; period: string; points: string; spent: string; remaining: string; soft_points?: string; resets_at: string | null }[];
+}
+
+/** One admitted request: knows what it reserved, learns the exact charge from the ledger row, settles once. */
+export class Ticket {
+  readonly lease: string;
+  readonly tokens: number;
+  readonly call: GovernedCall;
+  readonly rules: readonly Rule[];
+  readonly spendKeys: readonly (string | undefined)[];
+  readonly now: number;
+  readonly reserve: bigint;
+  private readonly gov: Governor;
+  private row: LedgerRow | undefined;
+  private done = false;
+  constructor(gov: Governor, call: GovernedCall, rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number, reserve: bigint) {
+    this.gov = gov;
+    this.call = call;
+    this.rules = rules;
+    this.spendKeys = spendKeys;
+    this.now = now;
+    this.reserve = reserve;
+    this.lease = `${POD}:${++seq}`;
+    this.tokens = Math.ceil(call.requestBytes / 4);
+  }
+
+  /** Called with the row the ledger took: the exact charge and real tokens replace the reservation. */
+  charged(row: LedgerRow): void {
+    this.row = row;
+  }
+
+  /** Settles spend and tokens and frees the concurrency slot; a request never billed gives its reservation back. */
+  finish(): void {
+    if (this.done) return;
+    this.done = true;
+    const row = this.row;
+    const tokens = row ? row.input + row.cacheRead + row.cacheWrite + row.output : 0;
+    const spend = row ? toUnits(parseDecimal(row.costPoints)) : 0n;
+    void this.gov.backend.settle({ rules: this.rules, spendKeys: this.spendKeys, now: this.now, lease: this.lease, tokensDelta: tokens - this.tokens, spendDelta: spend - this.reserve });
+  }
+}
+
+function scopeText(r: Rule): string {
+  return `${r.scope} "${r.owner}"`;
+}
+
+function limitText(r: Rule): string {
+  if (r.kind === 'rpm') return `${r.limit} requests per minute`;
+  if (r.kind === 'tpm') return `${r.limit} tokens per minute`;
+  return `${r.limit} concurrent requests`;
+}

@@ -1,0 +1,38 @@
+// Spend counters hold points as integers of 10^-15 points ("femtopoints"): exact for every charge whose decimal has
+// at most 15 fractional digits (a price with 6 decimals per million tokens times a 3-decimal discount has 15).
+// A charge with more digits is rounded up, never down, so a budget can only be reached early, never overrun.
+import type { Decimal } from '../billing/decimal.ts';
+import { parseDecimal } from '../billing/decimal.ts';
+
+export const SPEND_SCALE = 15;
+const ONE = 10n ** BigInt(SPEND_SCALE);
+
+export function toUnits(d: Decimal): bigint {
+  if (d.scale <= SPEND_SCALE) return d.units * 10n ** BigInt(SPEND_SCALE - d.scale);
+  const div = 10n ** BigInt(d.scale - SPEND_SCALE);
+  const q = d.units / div;
+  return d.units % div === 0n ? q : q + 1n;
+}
+
+export function pointsToUnits(text: string | number): bigint {
+  return toUnits(parseDecimal(text));
+}
+
+/** Plain decimal text of a unit count ("12.5", "0.000001"). */
+export function unitsToPoints(u: bigint): string {
+  const neg = u < 0n;
+  const abs = neg ? -u : u;
+  const whole = abs / ONE;
+  let frac = (abs % ONE).toString().padStart(SPEND_SCALE, '0').replace(/0+$/, '');
+  if (frac) frac = '.' + frac;
+  return (neg ? '-' : '') + whole.toString() + frac;
+}
+
+/** Splits into whole points and femtopoints (< 10^15, same sign): each fits a Lua double exactly, for Redis scripts. */
+export function split(u: bigint): [string, string] {
+  return [(u / ONE).toString(), (u % ONE).toString()];
+}
+
+export function join(whole: string | number, frac: string | number): bigint {
+  return BigInt(whole) * ONE + BigInt(frac);
+}

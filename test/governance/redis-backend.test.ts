@@ -1,0 +1,171 @@
+// The Redis backend against the machine's real Redis (its own key prefix; nothing else is touched).
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { generateApiKey } from '../../gateway/auth/api-key.ts';
+import { GatewayError } from '../../gateway/errors.ts';
+import type { GovernedCall } from '../../gateway/governance/governor.ts';
+import { Governor } from '../../gateway/governance/governor.ts';
+import { RedisBackend } from '../../gateway/governance/redis-backend.ts';
+import type { LedgerRow } from '../../gateway/ledger/row.ts';
+import { compileSnapshot } from '../../gateway/snapshot/runtime.ts';
+import { snapshotSchema } from '../../gateway/snapshot/schema.ts';
+import { startTcpProxy } from '../support/tcp-proxy.ts';
+
+const REDIS = { host: '127.0.0.1', port: 6379 };
+const K = generateApiKey();
+const prefix = `tollgate-test:${randomUUID()}:`;
+const backends: RedisBackend[] = [];
+
+afterAll(async () => {
+  for (const b of backends) await b.close();
+  // Only this run's keys: SCAN by prefix, never FLUSH.
+  const r = new Redis(REDIS.port, REDIS.host);
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  if (keys.length) await r.del(...keys);
+  r.disconnect();
+});
+
+function world(key: Record<string, unknown>, totalMs = 1000) {
+  const s = compileSnapshot(
+    snapshotSchema.parse({
+      providers: [{ id: 'p', baseUrl: 'http://127.0.0.1:9/v1', timeouts: { totalMs } }],
+      pricingGroups: [{ id: 'g', mode: 'flat_tokens', prices: { input: '1', output: '2' } }],
+      models: [{ id: 'm/a', pricingGroup: 'g', protocols: { openai: [{ provider: 'p', model: 'a' }] } }],
+      organizations: [{ id: 'o', models: ['*'] }],
+      apiKeys: [{ id: `k${randomUUID().slice(0, 8)}`, hash: K.hash, prefix: K.prefix, organization: 'o', project: 'web', ...key }],
+    }),
+  );
+  const k = s.keysByHash.get(K.hash)!;
+  const m = s.byName.get('m/a')!;
+  return { requestId: 'r', key: k, model: m, family: 'chat', billing: 'text', requestBytes: 400, targets: m.protocols.openai! } satisfies GovernedCall;
+}
+
+async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDown: 'local' | 'refuse' = 'local'): Promise<RedisBackend> {
+  const b = new RedisBackend({ url, prefix, ratesWhenDown, commandTimeoutMs: 500 });
+  backends.push(b);
+  await b.ready();
+  return b;
+}
+
+const reply = () => ({ raw: { setHeader() {} } }) as unknown as FastifyReply;
+
+async function admit(g: Governor, c: GovernedCall) {
+  try {
+    return await g.admit(c, reply());
+  } catch (err) {
+    if (err instanceof GatewayError) return err;
+    throw err;
+  }
+}
+
+describe('redis backend', () => {
+  it('two governors sharing Redis admit exactly N of 3N concurrent requests', async () => {
+    const c = world({ limits: { rpm: 7 } });
+    const [a, b] = [new Governor({ backend: await backend() }), new Governor({ backend: await backend() })];
+    const results = await Promise.all(Array.from({ length: 21 }, (_, i) => admit(i % 2 ? a : b, c)));
+    expect(results.filter((r) => !(r instanceof GatewayError))).toHaveLength(7);
+    expect(results.filter((r) => r instanceof GatewayError && r.kind === 'rate_limited')).toHaveLength(14);
+  });
+
+  it('concurrency is exact; a slot never released comes back when its lease ends', async () => {
+    const c = world({ limits: { concurrency: 3 } }, 300); // lease = 300 ms total timeout + grace
+    const g = new Governor({ backend: await backend(), leaseGraceMs: 200 });
+    const results = await Promise.all(Array.from({ length: 9 }, () => admit(g, c)));
+    expect(results.filter((r) => !(r instanceof GatewayError))).toHaveLength(3);
+    // One finishes: exactly one more fits.
+    (results.find((r) => !(r instanceof GatewayError)) as { finish(): void }).finish();
+    await new Promise((r) => setTimeout(r, 50));
+    const more = await Promise.all(Array.from({ length: 4 }, () => admit(g, c)));
+    expect(more.filter((r) => !(r instanceof GatewayError))).toHaveLength(1);
+    // The others are never released (as if their pod died): after the lease all three slots are free again.
+    await new Promise((r) => setTimeout(r, 600));
+    const after = await Promise.all(Array.from({ length: 5 }, () => admit(g, c)));
+    expect(after.filter((r) => !(r instanceof GatewayError))).toHaveLength(3);
+  });
+
+  it('settles tokens per minute with the real usage, and a day budget starts afresh at UTC midnight (fake clock)', async () => {
+    const c = world({ limits: { tpm: 1000 }, budget: { day: '0.0005' } });
+    let now = Date.UTC(2026, 10, 24, 23, 59, 30);
+    const g = new Governor({ backend: await backend(), now: () => now });
+    const headers: Record<string, string> = {};
+    const rep = { raw: { setHeader: (n: string, v: string) => (headers[n] = v) } } as unknown as FastifyReply;
+    const first = await g.admit(c, rep); // 400 bytes: 100 tokens estimated
+    expect(headers['x-ratelimit-remaining-tokens']).toBe('900');
+    first!.charged({ input: 300, output: 500, cacheRead: 0, cacheWrite: 0, costPoints: '0.0013' } as LedgerRow);
+    first!.finish();
+    await new Promise((r) => setTimeout(r, 50));
+    // The estimate (100) was replaced by the real 800: 200 left (the fake clock has not moved).
+    expect((await g.describe(c.key)).limits[0]).toMatchObject({ kind: 'tpm', remaining: 200 });
+    await Promise.resolve(g.admit(c, rep)).then(
+      () => expect.unreachable('the day budget is spent'),
+      (err: unknown) => expect(err).toMatchObject({ kind: 'quota_exceeded' }),
+    );
+    // Next UTC day: the budget is back, and the tokens bucket has refilled by then (a minute later).
+    now += 60_000;
+    const next = await g.admit(c, rep);
+    expect(next).toBeDefined();
+    // 800 real tokens were settled a minute ago and have drained; this request's 100 are taken.
+    expect(headers['x-ratelimit-remaining-tokens']).toBe('900');
+    const view = await g.describe(c.key);
+    expect(view.budgets[0]).toMatchObject({ period: 'day', spent: '0.0001', resets_at: '2026-11-26T00:00:00.000Z' });
+  });
+
+  it('keeps spend exact in femtopoints across whole-point carries, and reconciles upwards only', async () => {
+    const c = world({ budget: { total: '3' } });
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    for (const cost of ['0.999999999999999', '1.000000000000002', '0.5']) {
+      const t = await admit(g, c);
+      if (t instanceof GatewayError || !t) throw new Error('refused');
+      t.charged({ input: 1, output: 1, cacheRead: 0, cacheWrite: 0, costPoints: cost } as LedgerRow);
+      t.finish();
+    }
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await g.describe(c.key)).budgets[0].spent).toBe('2.500000000000001');
+    const spendKey = c.key.governance!.rules[0].id + 'total';
+    await b.raiseSpend(spendKey, 10n, 0); // lower than what Redis holds: unchanged
+    expect((await g.describe(c.key)).budgets[0].spent).toBe('2.500000000000001');
+    await b.raiseSpend(spendKey, 3_000_000_000_000_000n, 0); // 3 points: the ledger saw more
+    expect(await admit(g, c)).toMatchObject({ kind: 'quota_exceeded' });
+  });
+
+  it('serves from the local view while Redis is cut, then shares again; fail-closed refuses rates meanwhile', async () => {
+    const proxy = await startTcpProxy(REDIS);
+    const url = `redis://127.0.0.1:${proxy.port}`;
+    const open = await backend(url, 'local');
+    const closed = await backend(url, 'refuse');
+    const c = world({ limits: { rpm: 2 }, budget: { total: '1' } });
+    const g = new Governor({ backend: open });
+    const gc = new Governor({ backend: closed });
+    expect(await admit(g, c)).not.toBeInstanceOf(GatewayError);
+    await proxy.down();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(open.degraded).toBe(true);
+    // Local limiter: this pod alone holds the key to 2 per minute from its own counters.
+    const local = [await admit(g, c), await admit(g, c), await admit(g, c)];
+    expect(local.filter((r) => !(r instanceof GatewayError))).toHaveLength(2);
+    for (const t of local) if (t && !(t instanceof GatewayError)) {
+      t.charged({ input: 1, output: 1, cacheRead: 0, cacheWrite: 0, costPoints: '0.25' } as LedgerRow);
+      t.finish();
+    }
+    expect(await admit(gc, c)).toMatchObject({ kind: 'rate_limited' });
+    await proxy.up();
+    await open.ready(5000);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(open.degraded).toBe(false);
+    // The spend made while degraded reached Redis: the shared counter shows it.
+    const view = await g.describe(c.key);
+    expect(view.backend).toBe('redis');
+    // 0.5 charged while degraded, plus the 0.0001 reservation of the first request (never finished here).
+    expect(view.budgets[0].spent).toBe('0.5001');
+    await proxy.close();
+  });
+});
