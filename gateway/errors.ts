@@ -10,6 +10,7 @@ export type ErrorKind =
   | 'rate_limited'
   | 'upstream_unavailable'
   | 'upstream_timeout'
+  | 'upstream_invalid_response'
   | 'ledger_unavailable'
   | 'not_found'
   | 'internal';
@@ -34,6 +35,7 @@ const KINDS: Record<ErrorKind, KindSpec> = {
   request_too_large: { status: 413, chatType: 'invalid_request_error', code: 'REQUEST_TOO_LARGE', messagesType: 'request_too_large', googleStatus: 'INVALID_ARGUMENT', compatType: 'BadRequest' },
   rate_limited: { status: 429, chatType: 'rate_limit_error', code: 'rate_limited', messagesType: 'rate_limit_error', googleStatus: 'RESOURCE_EXHAUSTED', compatType: 'TooManyRequests' },
   upstream_unavailable: { status: 502, chatType: 'upstream_error', code: 'upstream_unavailable', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },
+  upstream_invalid_response: { status: 502, chatType: 'upstream_error', code: 'upstream_invalid_response', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },
   upstream_timeout: { status: 504, chatType: 'upstream_error', code: 'upstream_timeout', messagesType: 'api_error', googleStatus: 'DEADLINE_EXCEEDED', compatType: 'GatewayTimeout' },
   ledger_unavailable: { status: 503, chatType: 'server_error', code: 'ledger_unavailable', messagesType: 'overloaded_error', googleStatus: 'UNAVAILABLE', compatType: 'ServiceUnavailable' },
   not_found: { status: 404, chatType: 'invalid_request_error', code: 'not_found', messagesType: 'not_found_error', googleStatus: 'NOT_FOUND', compatType: 'NotFound' },

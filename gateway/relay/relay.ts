@@ -17,6 +17,10 @@ import type { Protocol } from '../snapshot/schema.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { isTimeout, TimeoutError, upstreamError } from '../upstream/client.ts';
 import { telemetryOf } from '../telemetry/request-hook.ts';
+import { ExhaustedError, retryableStatus, sendWithRetries } from '../resilience/attempts.ts';
+import type { OnAttempt } from '../resilience/attempts.ts';
+import type { HealthRegistry, TargetHealth } from '../resilience/health.ts';
+import { defaultRegistry } from '../resilience/registry.ts';
 
 export interface LedgerSink {
   record(row: LedgerRow): void;
@@ -25,6 +29,8 @@ export interface LedgerSink {
 export interface RelayDeps {
   upstream: UpstreamClient;
   ledger: LedgerSink;
+  /** Upstream target health (outlier ejection); the process-wide registry when left out. */
+  health?: HealthRegistry;
 }
 
 export interface RelayCall extends ChargeContext {
@@ -47,6 +53,11 @@ export interface RelayCall extends ChargeContext {
   requireTerminalEvent?: boolean;
   /** Pass-through routes that still answer upstream errors in their own shape (the unified chat entry). */
   convertError?: ResponseConverter['error'];
+  /**
+   * The call to make instead once this one's upstreams are exhausted or ejected (the model's next fallback, possibly
+   * over another protocol); called only then, so the happy path builds nothing.
+   */
+  fallback?: () => RelayCall | undefined;
 }
 
 /** The seam converting routes plug into; pass-through routes leave it out and bytes flow untouched. */
@@ -68,9 +79,11 @@ export interface StreamConverter {
 // Upstream headers worth returning; everything else (rate limits, org ids, cookies) describes the provider's account.
 const PASS_RESPONSE_HEADERS = ['content-type', 'openai-processing-ms'];
 
-export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyReply): Promise<void> {
+export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyReply): Promise<void> {
+  let call = first;
   const controller = new AbortController();
-  const total = setTimeout(() => controller.abort(new TimeoutError()), call.targets[0].provider.timeouts.totalMs);
+  const totalMs = call.targets[0].provider.timeouts.totalMs;
+  const total = setTimeout(() => controller.abort(new TimeoutError()), totalMs);
   const raw = reply.raw;
   const tel = telemetryOf(reply);
   let clientGone = false;
@@ -81,27 +94,34 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
   };
   raw.on('close', onClose);
   let current: UpstreamTarget | undefined;
+  let health: TargetHealth | undefined;
+  const onAttempt: OnAttempt = (t, h) => {
+    current = t;
+    health = h;
+  };
   try {
-    let res: UpstreamResponse | undefined;
-    let lastErr: GatewayError | undefined;
-    // Failover only on transport errors: once an upstream answered, its answer is the answer.
-    for (const target of call.targets) {
-      current = target;
-      const { path, body, contentType } = call.build(target);
-      tel.upstreamStart(call, target);
+    // Retries, ejection and fallbacks happen here, all before a byte reaches the client (gateway/resilience/).
+    const deadline = Date.now() + totalMs;
+    let res: UpstreamResponse;
+    for (;;) {
       try {
-        res = await deps.upstream.request({ provider: target.provider, protocol: call.protocol, path, body, contentType, passHeaders: tel.upstreamHeaders(call.passHeaders), signal: controller.signal });
-        tel.upstreamAnswered(res.statusCode);
-        break;
+        res = await sendWithRetries(deps.upstream, deps.health ?? defaultRegistry, call.model.policy, call, controller.signal, deadline, tel, onAttempt);
       } catch (err) {
-        lastErr = upstreamError(err, target.provider.id, controller.signal);
-        tel.upstreamFailed(lastErr);
-        if (controller.signal.aborted) break;
+        const next = err instanceof ExhaustedError && !controller.signal.aborted ? call.fallback?.() : undefined;
+        if (!next) throw err;
+        call = next;
+        continue;
       }
+      if (!retryableStatus(res.statusCode) || controller.signal.aborted) break;
+      const next = call.fallback?.();
+      if (!next) break;
+      res.body.destroy();
+      health?.release();
+      health = undefined;
+      call = next;
     }
-    if (!res || !current) throw lastErr ?? new GatewayError('upstream_unavailable', 'No upstream is available for this model.');
-    const target = current;
-    if (res.statusCode >= 400) return await upstreamErrorReply(res, reply, call);
+    const target = current!;
+    if (res.statusCode >= 400) return await upstreamErrorReply(res, reply, call, target);
     const contentType = String(res.headers['content-type'] ?? '');
     if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, () => clientGone, controller);
     else await relayJson(deps, call, target, res, reply, () => clientGone);
@@ -110,6 +130,7 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
     if (!reply.sent && !raw.headersSent) sendError(reply, call.family, gerr, call.requestId);
   } finally {
     clearTimeout(total);
+    health?.release();
     raw.off('close', onClose);
     tel.relayEnd();
   }
@@ -119,8 +140,9 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   const tel = telemetryOf(reply);
   let buf: Buffer;
   try {
-    buf = await res.body.bytes();
+    buf = await res.body.bytes(maxJsonBytes(call, target));
   } catch (err) {
+    if (err instanceof GatewayError) throw err;
     if (!gone()) throw upstreamError(err, target.provider.id);
     // The client left and the provider cut us off too: bill the request side we know.
     tel.record(deps.ledger, charge(call, target, estimateUsage(call.requestBytes, 0)));
@@ -129,14 +151,19 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   // Pass-through answers go out as the upstream sent them: unless something needs the whole parsed body (a
   // converter, a recording span), only the usage member is located and parsed.
   const member = call.convert || tel.readsResponseBody() ? undefined : call.reader.usageMember;
-  const parsed = (member !== undefined && memberOnly(buf, member)) || parseBody(buf);
+  const parsed = (member !== undefined && startsAsObject(buf) && memberOnly(buf, member)) || parseBody(buf);
+  if (parsed === undefined || parsed === null || typeof parsed !== 'object') {
+    // A 200 that is not the protocol's JSON (a proxy's HTML page, a truncated body) is no answer: nothing is billed.
+    const failure = new GatewayError('upstream_invalid_response', `The upstream provider "${target.provider.id}" answered ${res.statusCode} with a body that is not valid JSON.`);
+    tel.upstreamDone(undefined, failure);
+    throw failure;
+  }
   tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
   const row = charge(call, target, usage);
   tel.record(deps.ledger, row);
   if (gone()) return;
   if (call.convert) {
-    if (parsed === undefined) throw new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" answered with a body that is not JSON.`);
     buf = Buffer.from(JSON.stringify(call.convert.json(parsed)));
   }
   reply
@@ -147,6 +174,24 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   copyHeaders(res, reply);
   tel.setOverheadHeader(reply);
   await reply.send(buf);
+}
+
+/** Upstream JSON answers are read whole: past this size they are refused (502) and the connection dropped. */
+export const DEFAULT_MAX_JSON_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_IMAGE_JSON_BYTES = 64 * 1024 * 1024;
+
+function maxJsonBytes(call: RelayCall, target: UpstreamTarget): number {
+  return target.provider.maxResponseBytes ?? (call.protocol === 'images' || call.billing !== 'text' ? DEFAULT_MAX_IMAGE_JSON_BYTES : DEFAULT_MAX_JSON_BYTES);
+}
+
+/** First non-blank byte is `{`: the tail-only usage read is trusted only for bodies that start as an object. */
+function startsAsObject(buf: Buffer): boolean {
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+    return c === 0x7b;
+  }
+  return false;
 }
 
 function parseBody(buf: Buffer): unknown {
@@ -201,8 +246,8 @@ async function relayStream(
     let usage = tap.meter.usage();
     // (Images counted without usage stay unguessed: their bytes are base64, not tokens.)
     if (usage.estimated && usage.input === 0 && usage.output === 0 && usage.artifacts === 0) usage = estimateUsage(call.requestBytes, bytes);
-    // Aborted on the client's behalf before the terminal event: what we saw is not what the provider will bill.
-    else if (!tap.meter.done && controller.signal.aborted) usage = { ...usage, estimated: true };
+    // Cut or aborted before the terminal event: what we saw is not what the provider will bill.
+    else if (!tap.meter.done && !usage.estimated) usage = { ...usage, estimated: true };
     tel.record(deps.ledger, charge(call, target, usage));
   };
   // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
@@ -282,9 +327,14 @@ function drained(raw: ServerResponse, then: () => void): void {
   raw.on('close', done);
 }
 
-async function upstreamErrorReply(res: UpstreamResponse, reply: FastifyReply, call: RelayCall): Promise<void> {
+async function upstreamErrorReply(res: UpstreamResponse, reply: FastifyReply, call: RelayCall, target: UpstreamTarget): Promise<void> {
   // Pass-through routes return the upstream's error as it is, converting routes in the client's shape; neither is billed.
-  const body = await res.body.bytes();
+  const body = await res.body.bytes(MAX_ERROR_BYTES);
+  if (isBlank(body)) {
+    // Nothing to pass on: say so in the client's shape, with the upstream's status.
+    sendError(reply, call.family, new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" answered ${res.statusCode} with no body.`, { status: res.statusCode }), call.requestId);
+    return;
+  }
   const c = call.convert ? call.convert.error(res.statusCode, body) : call.convertError?.(res.statusCode, body);
   if (c) {
     reply.code(c.status).header('content-type', c.contentType ?? 'application/json').header('x-tollgate-request-id', call.requestId);
@@ -293,6 +343,17 @@ async function upstreamErrorReply(res: UpstreamResponse, reply: FastifyReply, ca
   }
   reply.code(res.statusCode).header('content-type', res.headers['content-type'] ?? 'application/json').header('x-tollgate-request-id', call.requestId);
   await reply.send(body);
+}
+
+/** Error bodies are small; one past this is not worth holding. */
+const MAX_ERROR_BYTES = 1024 * 1024;
+
+function isBlank(buf: Buffer): boolean {
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false;
+  }
+  return true;
 }
 
 function copyHeaders(res: UpstreamResponse, reply: FastifyReply): void {

@@ -74,6 +74,8 @@ export async function relayChatPassThrough(ctx: GatewayContext, req: FastifyRequ
       requestBytes: p.requestBytes,
       convertError: p.convertError,
       streamError: (err) => `data: ${renderError(family, err).body}\n\n`,
+      // A stream that ends without `data: [DONE]` was cut: the client is told, the row is flagged estimated.
+      requireTerminalEvent: true,
       passHeaders: traceHeaders(req),
     },
     reply,

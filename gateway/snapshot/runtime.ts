@@ -6,6 +6,8 @@ import type { CompiledPricing } from '../billing/pricing.ts';
 import { compilePricing } from '../billing/pricing.ts';
 import type { Model, Protocol, Provider, Snapshot } from './schema.ts';
 import { PROTOCOLS } from './schema.ts';
+import type { RoutingPolicy } from '../resilience/policy.ts';
+import { compilePolicy } from '../resilience/policy.ts';
 
 export interface RuntimeProvider {
   id: string;
@@ -17,6 +19,8 @@ export interface RuntimeProvider {
   headers: Record<string, string>;
   timeouts: Provider['timeouts'];
   abortOnDisconnect: boolean;
+  /** Largest JSON answer read whole; undefined: the protocol's default. */
+  maxResponseBytes?: number;
 }
 
 export interface UpstreamTarget {
@@ -34,6 +38,8 @@ export interface RuntimeModel {
   protocols: Partial<Record<Protocol, UpstreamTarget[]>>;
   drop: readonly string[];
   imageSizes: ReadonlySet<string> | undefined;
+  /** Retries, ejection, concurrency and fallbacks (defaults ← first provider's routing ← the model's). */
+  policy: RoutingPolicy;
 }
 
 export interface RuntimeOrganization {
@@ -110,6 +116,7 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
       headers: p.headers ?? {},
       timeouts: p.timeouts,
       abortOnDisconnect: p.onClientDisconnect === 'abort',
+      maxResponseBytes: p.maxResponseBytes,
     });
   }
   const pricing = new Map(s.pricingGroups.map((g) => [g.id, compilePricing(g)]));
@@ -130,6 +137,7 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
       protocols,
       drop: m.capabilities.drop,
       imageSizes: m.capabilities.imageSizes ? new Set(m.capabilities.imageSizes) : undefined,
+      policy: compilePolicy(s.providers.find((p) => p.id === firstProvider(m))?.routing, m.routing),
     };
     models.push(rm);
     byName.set(m.id.toLowerCase(), rm);
@@ -146,6 +154,14 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
     });
   }
   return { models, byName, organizations, providers };
+}
+
+function firstProvider(m: Model): string | undefined {
+  for (const proto of PROTOCOLS) {
+    const ups = m.protocols[proto];
+    if (ups) return ups[0].provider;
+  }
+  return undefined;
 }
 
 /** [hash, key] pairs of validated keys, whose organizations are all in `organizations`. */
