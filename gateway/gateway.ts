@@ -16,6 +16,8 @@ import type { Store } from './store/store.ts';
 import { UpstreamClient } from './upstream/client.ts';
 import { bufferedAccessLogger } from './telemetry/access-log.ts';
 import { startAdminServer } from './telemetry/admin-server.ts';
+import { observeUpstreams } from './resilience/metrics.ts';
+import { defaultRegistry } from './resilience/registry.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
 import type { Telemetry, TelemetryOptions } from './telemetry/telemetry.ts';
 import type { KubeSource, KubeSourceOptions } from './snapshot/kube-source.ts';
@@ -86,6 +88,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   telemetry.observeLedger(ledger);
   telemetry.observeSnapshot(holder);
+  observeUpstreams(telemetry.meter, defaultRegistry);
   const upstream = new UpstreamClient();
   const draining = { value: false };
   const ctx: GatewayContext = {
@@ -131,7 +134,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     throw err;
   }
   const url = await app.listen({ port: opts.port ?? 8080, host: opts.host ?? '0.0.0.0', backlog: opts.listenBacklog ?? DEFAULT_LISTEN_BACKLOG });
-  const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log });
+  const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log, upstreams: () => defaultRegistry.view(holder.current?.generation) });
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {

@@ -9,6 +9,7 @@ import { openaiChatReader } from '../meter/openai-chat.ts';
 import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel, upstreamsFor } from '../routing/resolve-model.ts';
+import { withFallbacks } from '../resilience/fallbacks.ts';
 import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
@@ -52,34 +53,49 @@ export async function relayChatPassThrough(ctx: GatewayContext, req: FastifyRequ
     const opts = body.stream_options;
     body.stream_options = opts !== null && typeof opts === 'object' ? { ...opts, include_usage: true } : { include_usage: true };
   }
-  await relay(
-    ctx.relay,
-    {
-      requestId: req.id,
-      key,
-      model,
-      clientModel,
-      endpoint: routePath(req),
-      stream,
-      billing: 'text',
-      family,
-      protocol: 'openai',
-      targets,
-      build: (target) => {
-        if (modelAt && p.raw) return { path: '/chat/completions', body: target.model === body.model ? p.raw : spliceString(p.raw, modelAt, target.model) };
-        body.model = target.model;
-        return { path: '/chat/completions', body: JSON.stringify(body) };
-      },
-      reader: openaiChatReader,
-      requestBytes: p.requestBytes,
-      convertError: p.convertError,
-      streamError: (err) => `data: ${renderError(family, err).body}\n\n`,
-      // A stream that ends without `data: [DONE]` was cut: the client is told, the row is flagged estimated.
-      requireTerminalEvent: true,
-      passHeaders: traceHeaders(req),
+  const call: RelayCall = {
+    requestId: req.id,
+    key,
+    model,
+    clientModel,
+    endpoint: routePath(req),
+    stream,
+    billing: 'text',
+    family,
+    protocol: 'openai',
+    targets,
+    build: (target) => {
+      if (modelAt && p.raw) return { path: '/chat/completions', body: target.model === body.model ? p.raw : spliceString(p.raw, modelAt, target.model) };
+      body.model = target.model;
+      return { path: '/chat/completions', body: JSON.stringify(body) };
     },
-    reply,
-  );
+    reader: openaiChatReader,
+    requestBytes: p.requestBytes,
+    convertError: p.convertError,
+    streamError: (err) => `data: ${renderError(family, err).body}\n\n`,
+    // A stream that ends without `data: [DONE]` was cut: the client is told, the row is flagged estimated.
+    requireTerminalEvent: true,
+    passHeaders: traceHeaders(req),
+  };
+  // Fallback models (routing.fallbacks) are looked at only when the model has some: the happy path builds nothing.
+  const snapshot = ctx.holder.current;
+  await relay(ctx.relay, snapshot && model.policy.fallbacks.length > 0 ? withFallbacks(snapshot, key, model, call, (m) => chatFallback(call, body, m)) : call, reply);
+}
+
+/** The same chat body for a fallback model that speaks openai, re-serialised with its drops. */
+function chatFallback(call: RelayCall, body: Record<string, unknown>, m: RuntimeModel): RelayCall | undefined {
+  const ups = m.protocols.openai;
+  if (!ups) return undefined;
+  return {
+    ...call,
+    model: m,
+    targets: orderByWeight(ups),
+    build: (target) => {
+      const b: Record<string, unknown> = { ...body, model: target.model };
+      for (const f of m.drop) delete b[f];
+      return { path: '/chat/completions', body: JSON.stringify(b) };
+    },
+  };
 }
 
 /** Where the top-level `model` string sits in `raw`, when it is found exactly once and reads as `model`. */

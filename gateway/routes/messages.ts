@@ -13,6 +13,8 @@ import { openaiChatReader } from '../meter/openai-chat.ts';
 import type { RelayCall, ResponseConverter } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel } from '../routing/resolve-model.ts';
+import { withFallbacks } from '../resilience/fallbacks.ts';
+import type { RuntimeModel } from '../snapshot/runtime.ts';
 import { TimeoutError, upstreamError } from '../upstream/client.ts';
 import { routePath, traceHeaders } from './chat.ts';
 import type { GatewayContext } from './context.ts';
@@ -36,28 +38,35 @@ async function messages(ctx: GatewayContext, req: FastifyRequest, reply: Fastify
   const base = { requestId: req.id, key, model, clientModel, endpoint: routePath(req), stream: body.stream === true, billing: 'text' as const, family: 'messages' as const, requestBytes: raw.length };
   const streamError = (err: GatewayError) => `event: error\ndata: ${renderError('messages', err).body}\n\n`;
 
-  const anthropic = model.protocols.anthropic;
-  if (anthropic) {
-    for (const f of model.drop) delete body[f];
-    const path = `/messages${betaQuery(req)}`;
-    await relay(ctx.relay, { ...base, protocol: 'anthropic', targets: orderByWeight(anthropic), build: (target) => ((body.model = target.model), { path, body: JSON.stringify(body) }), reader: anthropicReader, streamError, passHeaders: anthropicHeaders(req), requireTerminalEvent: true }, reply);
-    return;
-  }
-  const openai = model.protocols.openai;
-  if (!openai) throw unsupported(clientModel);
-  const chat = messagesRequestToChat(body, { drop: model.drop });
-  const call: RelayCall = {
-    ...base,
-    protocol: 'openai',
-    targets: orderByWeight(openai),
-    build: (target) => ((chat.model = target.model), { path: '/chat/completions', body: JSON.stringify(chat) }),
-    // The upstream's protocol decides the meter: a converted call bills exactly like the same chat call.
-    reader: openaiChatReader,
-    streamError,
-    passHeaders: traceHeaders(req),
-    convert: messagesOverChat({ stopSequences: stopSequences(body), fallbackId: req.id.replaceAll('-', ''), fallbackModel: clientModel }),
+  // The call for one model: pass-through for anthropic models, through chat for openai-only ones. A fallback model
+  // (routing.fallbacks) gets its own call, possibly over the other protocol; the client's model stays reported.
+  const callFor = (m: RuntimeModel): RelayCall | undefined => {
+    const anthropic = m.protocols.anthropic;
+    if (anthropic) {
+      const mb = m === model ? body : { ...body };
+      for (const f of m.drop) delete mb[f];
+      const path = `/messages${betaQuery(req)}`;
+      return { ...base, model: m, protocol: 'anthropic', targets: orderByWeight(anthropic), build: (target) => ((mb.model = target.model), { path, body: JSON.stringify(mb) }), reader: anthropicReader, streamError, passHeaders: anthropicHeaders(req), requireTerminalEvent: true };
+    }
+    const openai = m.protocols.openai;
+    if (!openai) return undefined;
+    const chat = messagesRequestToChat(body, { drop: m.drop });
+    return {
+      ...base,
+      model: m,
+      protocol: 'openai',
+      targets: orderByWeight(openai),
+      build: (target) => ((chat.model = target.model), { path: '/chat/completions', body: JSON.stringify(chat) }),
+      // The upstream's protocol decides the meter: a converted call bills exactly like the same chat call.
+      reader: openaiChatReader,
+      streamError,
+      passHeaders: traceHeaders(req),
+      convert: messagesOverChat({ stopSequences: stopSequences(body), fallbackId: req.id.replaceAll('-', ''), fallbackModel: clientModel }),
+    };
   };
-  await relay(ctx.relay, call, reply);
+  const call = callFor(model);
+  if (!call) throw unsupported(clientModel);
+  await relay(ctx.relay, model.policy.fallbacks.length > 0 ? withFallbacks(snapshot, key, model, call, callFor) : call, reply);
 }
 
 function messagesOverChat(c: ChatToMessagesContext): ResponseConverter {

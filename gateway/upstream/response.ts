@@ -53,13 +53,12 @@ export class UpstreamBody {
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;
-      const body = this;
       this.pipe({
-        data(chunk) {
+        data: (chunk) => {
           size += chunk.length;
           if (size > limit) {
             chunks.length = 0;
-            body.destroy(new GatewayError('upstream_invalid_response', `The upstream answer exceeded ${limit} bytes and was dropped.`));
+            this.destroy(new GatewayError('upstream_invalid_response', `The upstream answer exceeded ${limit} bytes and was dropped.`));
             return true;
           }
           chunks.push(chunk);
