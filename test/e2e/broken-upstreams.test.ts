@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SnapshotInput } from '../../gateway/snapshot/schema.ts';
 import type { TestGateway } from '../support/gateway.ts';
 import { PROVIDER_SECRET, startTestGateway } from '../support/gateway.ts';
+import type { Json } from '../support/http.ts';
 import { readJson } from '../support/http.ts';
 import { emptyError, htmlSuccess, hugeJson, streamWithoutEnd } from '../upstream/faults.ts';
 
@@ -47,10 +48,10 @@ async function rows(res: Response): Promise<Row[]> {
 
 describe('a 200 whose body is not the protocol JSON', () => {
   it.each([
-    ['chat pass-through', '/api/v1/chat/completions', '/chat/completions', { model: 'gpt-4o-mini', messages: hello }, (b: Record<string, any>) => expect(b.error).toMatchObject({ type: 'upstream_error', code: 'upstream_invalid_response' })],
-    ['compat chat', '/api/v3/chat/completions', '/chat/completions', { model: 'gpt-4o-mini', messages: hello }, (b: Record<string, any>) => expect(b.error).toMatchObject({ type: 'BadGateway', code: 'upstream_invalid_response' })],
-    ['messages pass-through', '/api/v1/messages', '/messages', { model: 'anthropic/claude', max_tokens: 10, messages: hello }, (b: Record<string, any>) => expect(b).toMatchObject({ type: 'error', error: { type: 'api_error' } })],
-    ['messages over chat', '/api/v1/messages', '/chat/completions', { model: 'openai/gpt-4o-mini', max_tokens: 10, messages: hello }, (b: Record<string, any>) => expect(b).toMatchObject({ type: 'error', error: { type: 'api_error' } })],
+    ['chat pass-through', '/api/v1/chat/completions', '/chat/completions', { model: 'gpt-4o-mini', messages: hello }, (b: Json) => expect(b.error).toMatchObject({ type: 'upstream_error', code: 'upstream_invalid_response' })],
+    ['compat chat', '/api/v3/chat/completions', '/chat/completions', { model: 'gpt-4o-mini', messages: hello }, (b: Json) => expect(b.error).toMatchObject({ type: 'BadGateway', code: 'upstream_invalid_response' })],
+    ['messages pass-through', '/api/v1/messages', '/messages', { model: 'anthropic/claude', max_tokens: 10, messages: hello }, (b: Json) => expect(b).toMatchObject({ type: 'error', error: { type: 'api_error' } })],
+    ['messages over chat', '/api/v1/messages', '/chat/completions', { model: 'openai/gpt-4o-mini', max_tokens: 10, messages: hello }, (b: Json) => expect(b).toMatchObject({ type: 'error', error: { type: 'api_error' } })],
   ])('%s: 502 in the family shape, nothing billed', async (_name, route, upstreamPath, body, check) => {
     htmlSuccess(t.upstream, upstreamPath);
     const res = await post(route, body);
@@ -80,9 +81,9 @@ describe('a usage object without the protocol fields', () => {
 
 describe('an upstream error with an empty body', () => {
   it.each([
-    ['chat', '/api/v1/chat/completions', '/chat/completions', { model: 'gpt-4o-mini', messages: hello }, (b: Record<string, any>) => b.error.message],
-    ['messages', '/api/v1/messages', '/messages', { model: 'anthropic/claude', max_tokens: 10, messages: hello }, (b: Record<string, any>) => b.type === 'error' && b.error.message],
-    ['gemini', '/api/v1/gemini/v1beta/models/gemini-2.5-flash-image:generateContent', ':generateContent', { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, (b: Record<string, any>) => b.error.code === 503 && b.error.message],
+    ['chat', '/api/v1/chat/completions', '/chat/completions', { model: 'gpt-4o-mini', messages: hello }, (b: Json) => b.error.message],
+    ['messages', '/api/v1/messages', '/messages', { model: 'anthropic/claude', max_tokens: 10, messages: hello }, (b: Json) => b.type === 'error' && b.error.message],
+    ['gemini', '/api/v1/gemini/v1beta/models/gemini-2.5-flash-image:generateContent', ':generateContent', { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, (b: Json) => b.error.code === 503 && b.error.message],
   ])('%s: the status kept, a body in the family shape saying so', async (_name, route, upstreamPath, body, message) => {
     emptyError(t.upstream, 503, upstreamPath);
     const res = await post(route, body, route.includes('gemini') ? { 'x-goog-api-key': t.keys.acme } : {});
