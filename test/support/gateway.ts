@@ -60,7 +60,7 @@ export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<
       { id: 'secret/internal', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-openai', model: 'internal' }] } },
       { id: 'openai/slow', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-slow', model: 'gpt-4o-mini-2024-07-18' }] } },
       { id: 'openai/unreachable', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x' }] } },
-      { id: 'openai/failover', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x', weight: 1000 }, { provider: 'fake-openai', model: 'gpt-4o-mini-2024-07-18', weight: 1 }] } },
+      { id: 'openai/failover', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x', weight: 1000 }, { provider: 'fake-openai', model: 'gpt-4o-mini-2024-07-18', weight: 1 }] }, routing: { maxAttempts: 2, backoffBaseMs: 1 } },
       // messages clients on openai-only models (converted through chat): one that may reason, one that drops what it cannot take.
       { id: 'openai/reasoner', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-openai', model: 'o-reasoner-1' }] } },
       { id: 'openai/legacy', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-openai', model: 'legacy-1' }] }, capabilities: { drop: ['reasoning_effort', 'max_completion_tokens', 'top_p'] } },
