@@ -95,9 +95,11 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   raw.on('close', onClose);
   let current: UpstreamTarget | undefined;
   let health: TargetHealth | undefined;
+  let attempts = 0;
   const onAttempt: OnAttempt = (t, h) => {
     current = t;
     health = h;
+    attempts++;
   };
   try {
     // Retries, ejection and fallbacks happen here, all before a byte reaches the client (gateway/resilience/).
@@ -123,8 +125,8 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
     const target = current!;
     if (res.statusCode >= 400) return await upstreamErrorReply(res, reply, call, target);
     const contentType = String(res.headers['content-type'] ?? '');
-    if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, () => clientGone, controller);
-    else await relayJson(deps, call, target, res, reply, () => clientGone);
+    if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, () => clientGone, controller, attempts);
+    else await relayJson(deps, call, target, res, reply, () => clientGone, attempts);
   } catch (err) {
     const gerr = err instanceof GatewayError ? err : upstreamError(err, current?.provider.id ?? 'unknown', controller.signal);
     if (!reply.sent && !raw.headersSent) sendError(reply, call.family, gerr, call.requestId);
@@ -136,7 +138,7 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   }
 }
 
-async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean): Promise<void> {
+async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, attempts: number): Promise<void> {
   const tel = telemetryOf(reply);
   let buf: Buffer;
   try {
@@ -145,7 +147,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
     if (err instanceof GatewayError) throw err;
     if (!gone()) throw upstreamError(err, target.provider.id);
     // The client left and the provider cut us off too: bill the request side we know.
-    tel.record(deps.ledger, charge(call, target, estimateUsage(call.requestBytes, 0)));
+    tel.record(deps.ledger, charge(call, target, estimateUsage(call.requestBytes, 0), undefined, attempts));
     return;
   }
   // Pass-through answers go out as the upstream sent them: unless something needs the whole parsed body (a
@@ -160,7 +162,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   }
   tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
-  const row = charge(call, target, usage);
+  const row = charge(call, target, usage, undefined, attempts);
   tel.record(deps.ledger, row);
   if (gone()) return;
   if (call.convert) {
@@ -221,6 +223,7 @@ async function relayStream(
   reply: FastifyReply,
   gone: () => boolean,
   controller: AbortController,
+  attempts: number,
 ): Promise<void> {
   const raw: ServerResponse = reply.raw;
   const tel = telemetryOf(reply);
@@ -248,7 +251,7 @@ async function relayStream(
     if (usage.estimated && usage.input === 0 && usage.output === 0 && usage.artifacts === 0) usage = estimateUsage(call.requestBytes, bytes);
     // Cut or aborted before the terminal event: what we saw is not what the provider will bill.
     else if (!tap.meter.done && !usage.estimated) usage = { ...usage, estimated: true };
-    tel.record(deps.ledger, charge(call, target, usage));
+    tel.record(deps.ledger, charge(call, target, usage, undefined, attempts));
   };
   // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
   // client socket pauses the upstream until it drains.

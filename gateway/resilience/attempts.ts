@@ -120,9 +120,9 @@ export async function sendWithRetries(
       wait = Math.max(wait, asked);
     }
     if (Date.now() + wait >= deadline) return res;
-    // This answer is dropped: close its span and its connection before waiting.
+    // This answer is dropped: close its attempt (its status is already counted and on its span) and its connection.
     lastErr = new GatewayError(status === 429 ? 'rate_limited' : 'upstream_unavailable', `The upstream provider "${target.provider.id}" answered ${status}.`, { status: status === 429 ? 429 : 502 });
-    tel.upstreamDone(undefined, lastErr);
+    tel.upstreamDone();
     res.body.destroy();
     health.release();
     health.retries++;

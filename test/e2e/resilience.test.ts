@@ -16,6 +16,7 @@ interface Row {
   input: number;
   output: number;
   estimated: boolean;
+  attempts: number;
 }
 
 // Each scenario has its own target (provider + upstream model), so one scenario's failures never eject another's.
@@ -69,7 +70,7 @@ function sentTo(upstreamModel: string): number {
 
 async function rows(requestId: string | null): Promise<Row[]> {
   await t.gw.ledger.flush();
-  const r = await t.gw.store.query<Row>('SELECT model_id, client_model, provider, upstream_model, input::int, output::int, estimated FROM usage_events WHERE request_id = $1', [requestId]);
+  const r = await t.gw.store.query<Row>('SELECT model_id, client_model, provider, upstream_model, input::int, output::int, estimated, attempts::int FROM usage_events WHERE request_id = $1', [requestId]);
   return r.rows;
 }
 
@@ -88,7 +89,7 @@ describe('retries', () => {
     expect(sentTo('gpt-retry') - before).toBe(2);
     const r = await rows(response.headers.get('x-tollgate-request-id'));
     expect(r).toHaveLength(1);
-    expect(r[0]).toMatchObject({ model_id: 'r/retry', upstream_model: 'gpt-retry', estimated: false });
+    expect(r[0]).toMatchObject({ model_id: 'r/retry', upstream_model: 'gpt-retry', estimated: false, attempts: 2 });
     const s = await upstreamState('gpt-retry');
     expect(s.attempts).toMatchObject({ rate_limited: 1, success: 1 });
     expect(s.retries).toBe(1);
@@ -135,7 +136,7 @@ describe('retries', () => {
     // The heavy target took the 503 (and, ejectAfter 1, is now ejected); the light one answered.
     expect([sentTo('gpt-two-a') - a, sentTo('gpt-two-b') - b]).toEqual([1, 1]);
     const rid = res.headers.get('x-tollgate-request-id');
-    expect((await rows(rid))[0]).toMatchObject({ upstream_model: 'gpt-two-b' });
+    expect((await rows(rid))[0]).toMatchObject({ upstream_model: 'gpt-two-b', attempts: 2 });
     // Weight now goes to the healthy target only.
     for (let i = 0; i < 3; i++) expect((await chat('r/two')).status).toBe(200);
     expect(sentTo('gpt-two-a') - a).toBe(1);
@@ -153,7 +154,7 @@ describe('retries', () => {
     expect(sentTo('gpt-stream') - before).toBe(1);
     const r = await rows(res.headers.get('x-tollgate-request-id'));
     expect(r).toHaveLength(1);
-    expect(r[0].estimated).toBe(true);
+    expect(r[0]).toMatchObject({ estimated: true, attempts: 1 });
   });
 });
 
@@ -207,7 +208,7 @@ describe('fallbacks', () => {
     const r = await rows(response.headers.get('x-tollgate-request-id'));
     expect(r).toHaveLength(1);
     // The client's model is what it asked for; the row says which model and upstream answered.
-    expect(r[0]).toMatchObject({ client_model: 'r/claude-down', model_id: 'r/gpt-fallback', provider: 'flaky', upstream_model: 'gpt-fallback', estimated: false });
+    expect(r[0]).toMatchObject({ client_model: 'r/claude-down', model_id: 'r/gpt-fallback', provider: 'flaky', upstream_model: 'gpt-fallback', estimated: false, attempts: 3 });
   });
 
   it('the same over a stream', async () => {
