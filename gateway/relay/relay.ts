@@ -109,6 +109,8 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
       try {
         res = await sendWithRetries(deps.upstream, deps.health ?? defaultRegistry, call.model.policy, call, controller.signal, deadline, tel, onAttempt);
       } catch (err) {
+        // Every attempt that threw has already given back its concurrency slot.
+        health = undefined;
         const next = err instanceof ExhaustedError && !controller.signal.aborted ? call.fallback?.() : undefined;
         if (!next) throw err;
         call = next;
@@ -117,6 +119,7 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
       if (!retryableStatus(res.statusCode) || controller.signal.aborted) break;
       const next = call.fallback?.();
       if (!next) break;
+      tel.upstreamDone();
       res.body.destroy();
       health?.release();
       health = undefined;

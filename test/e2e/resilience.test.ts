@@ -37,6 +37,7 @@ function resilienceWorld(c: SnapshotInput): SnapshotInput {
       { id: 'r/eject', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-eject' }] }, routing: { maxAttempts: 1, ejectAfter: 3, ejectBaseMs: 1500, ejectMaxMs: 60_000 } },
       { id: 'r/two', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-two-a', weight: 1000 }, { provider: 'flaky', model: 'gpt-two-b', weight: 1 }] }, routing: { ...fast, maxAttempts: 2, ejectAfter: 1, ejectBaseMs: 60_000 } },
       { id: 'r/claude-down', pricingGroup: 'mini', protocols: { anthropic: [{ provider: 'dead-r', model: 'claude-x' }] }, routing: { ...fast, maxAttempts: 2, fallbacks: ['r/gpt-fallback'] } },
+      { id: 'r/chat-primary', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-primary' }] }, routing: { maxAttempts: 1, ejectAfter: 100, fallbacks: ['r/gpt-fallback'] } },
       { id: 'r/gpt-fallback', pricingGroup: 'tiered', protocols: { openai: [{ provider: 'flaky', model: 'gpt-fallback' }] } },
       { id: 'r/stream', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-stream' }] }, routing: { ...fast, ejectAfter: 100 } },
       { id: 'r/narrow', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-narrow' }] }, routing: { maxConcurrency: 1 } },
@@ -209,6 +210,19 @@ describe('fallbacks', () => {
     expect(r).toHaveLength(1);
     // The client's model is what it asked for; the row says which model and upstream answered.
     expect(r[0]).toMatchObject({ client_model: 'r/claude-down', model_id: 'r/gpt-fallback', provider: 'flaky', upstream_model: 'gpt-fallback', estimated: false, attempts: 3 });
+  });
+
+  it('a chat call whose model answers 503 falls back to the next model; the row counts both attempts', async () => {
+    failNext(t.upstream, 1, 503, { path: '/chat/completions' });
+    const before = [sentTo('gpt-primary'), sentTo('gpt-fallback')];
+    const res = await chat('r/chat-primary');
+    expect(res.status).toBe(200);
+    expect([sentTo('gpt-primary') - before[0], sentTo('gpt-fallback') - before[1]]).toEqual([1, 1]);
+    const [row] = await rows(res.headers.get('x-tollgate-request-id'));
+    expect(row).toMatchObject({ client_model: 'r/chat-primary', model_id: 'r/gpt-fallback', upstream_model: 'gpt-fallback', attempts: 2 });
+    // Every slot was given back.
+    expect((await upstreamState('gpt-primary')).inFlight).toBe(0);
+    expect((await upstreamState('gpt-fallback')).inFlight).toBe(0);
   });
 
   it('the same over a stream', async () => {
