@@ -16,6 +16,7 @@ export type ErrorKind =
   | 'method_not_allowed'
   | 'headers_too_large'
   | 'shutting_down'
+  | 'upstream_invalid_response'
   | 'ledger_unavailable'
   | 'not_ready'
   | 'not_found'
@@ -43,6 +44,7 @@ const KINDS: Record<ErrorKind, KindSpec> = {
   // A spent budget: OpenAI's insufficient_quota; the SDKs are told not to retry (x-should-retry: false).
   quota_exceeded: { status: 429, chatType: 'insufficient_quota', code: 'insufficient_quota', messagesType: 'rate_limit_error', googleStatus: 'RESOURCE_EXHAUSTED', compatType: 'QuotaExceeded' },
   upstream_unavailable: { status: 502, chatType: 'upstream_error', code: 'upstream_unavailable', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },
+  upstream_invalid_response: { status: 502, chatType: 'upstream_error', code: 'upstream_invalid_response', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },
   upstream_timeout: { status: 504, chatType: 'upstream_error', code: 'upstream_timeout', messagesType: 'api_error', googleStatus: 'DEADLINE_EXCEEDED', compatType: 'GatewayTimeout' },
   upstream_auth: { status: 502, chatType: 'upstream_error', code: 'upstream_auth', messagesType: 'api_error', googleStatus: 'UNAVAILABLE', compatType: 'BadGateway' },
   request_timeout: { status: 408, chatType: 'invalid_request_error', code: 'request_timeout', messagesType: 'invalid_request_error', googleStatus: 'DEADLINE_EXCEEDED', compatType: 'RequestTimeout' },

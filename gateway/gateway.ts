@@ -19,6 +19,8 @@ import type { Store } from './store/store.ts';
 import { UpstreamClient } from './upstream/client.ts';
 import { bufferedAccessLogger } from './telemetry/access-log.ts';
 import { startAdminServer } from './telemetry/admin-server.ts';
+import { observeUpstreams } from './resilience/metrics.ts';
+import { defaultRegistry } from './resilience/registry.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
 import type { Telemetry, TelemetryOptions } from './telemetry/telemetry.ts';
 import type { KubeSource, KubeSourceOptions } from './snapshot/kube-source.ts';
@@ -129,6 +131,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   telemetry.observeLedger(ledger);
   telemetry.observeSnapshot(holder);
+  observeUpstreams(telemetry.meter, defaultRegistry);
   const upstream = new UpstreamClient();
   const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, redisTimeoutMs: opts.redisTimeoutMs, leaseGraceMs: opts.leaseGraceMs, log, store, holder, meter: telemetry.meter });
   const draining = { value: false };
@@ -186,7 +189,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await telemetry.shutdown();
     throw listenError(err, host, port);
   }
-  const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log });
+  const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log, upstreams: () => defaultRegistry.view(holder.current?.generation) });
   let closing: Promise<void> | undefined;
   const close = (drainMs?: number): Promise<void> =>
     (closing ??= (async () => {

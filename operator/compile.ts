@@ -122,7 +122,7 @@ export function compileBase(world: World): BaseCompiled {
       }
       apiKey = { value };
     }
-    const c = check(providerSchema, { id: r.metadata.name, baseUrl: s.baseUrl, apiKey, headers: s.headers, timeouts: s.timeouts, onClientDisconnect: s.onClientDisconnect });
+    const c = check(providerSchema, { id: r.metadata.name, baseUrl: s.baseUrl, apiKey, headers: s.headers, timeouts: s.timeouts, onClientDisconnect: s.onClientDisconnect, maxResponseBytes: s.maxResponseBytes, routing: s.routing });
     if (!c.ok) bad('Provider', r, 'InvalidSpec', c.issues.join('; '));
     else providers.set(r.metadata.name, { r, entry: c.value });
   }
@@ -158,7 +158,7 @@ export function compileBase(world: World): BaseCompiled {
       bad('Model', r, 'InvalidSpec', `spec.upstreams: unknown protocol "${unknownProtocol}" (one of ${PROTOCOLS.join(', ')})`);
       continue;
     }
-    const c = check(modelSchema, { id: s.id, alias: s.alias, public: s.public, pricingGroup: s.pricingGroupRef?.name, created: s.created, protocols, capabilities: s.capabilities });
+    const c = check(modelSchema, { id: s.id, alias: s.alias, public: s.public, pricingGroup: s.pricingGroupRef?.name, created: s.created, protocols, capabilities: s.capabilities, routing: s.routing });
     if (!c.ok) bad('Model', r, 'InvalidSpec', c.issues.join('; '));
     else models.set(r.metadata.name, { r, entry: c.value, refs: { group: c.value.pricingGroup, upstreams } });
   }

@@ -56,6 +56,8 @@ export interface ProviderSpec {
   headers?: Record<string, string>;
   timeouts?: Record<string, number>;
   onClientDisconnect?: string;
+  maxResponseBytes?: number;
+  routing?: Record<string, number>;
 }
 
 export interface PricingGroupSpec {
@@ -73,6 +75,7 @@ export interface ModelSpec {
   created?: number;
   upstreams?: { protocol?: string; providerRef?: { name?: string }; model?: string; weight?: number }[];
   capabilities?: { drop?: string[]; imageSizes?: string[] };
+  routing?: Record<string, number | string[]>;
 }
 
 export interface OrganizationSpec {

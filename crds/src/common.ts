@@ -67,3 +67,16 @@ export function status(extra: Record<string, Schema> = {}): Schema {
     ...extra,
   });
 }
+
+// Routing policy (docs/routing.md): the same fields on a Provider (its upstreams' default) and a Model (over it).
+const ms = (what: string, dflt: number) => int(`${what} In milliseconds; default ${dflt}.`, { minimum: 1, maximum: 3_600_000 });
+export const routingFields: Record<string, Schema> = {
+  maxAttempts: int('Attempts in all, the first included; default 3, 1 never retries. Retries happen only before anything reached the client, on connect errors, first-byte timeouts, 408, 429, 500, 502, 503 and 504.', { minimum: 1, maximum: 10 }),
+  backoffBaseMs: ms('Backoff before retry n is uniform in [0, min(backoffMaxMs, backoffBaseMs*2^(n-1))] (full jitter).', 100),
+  backoffMaxMs: ms('Longest single backoff.', 2_000),
+  retryAfterCapMs: int('An upstream retry-after longer than this is not waited for: its answer goes to the client. In milliseconds; default 10000.', { minimum: 0, maximum: 3_600_000 }),
+  ejectAfter: int('Consecutive failed attempts that eject a target; default 5.', { minimum: 1, maximum: 1_000_000 }),
+  ejectBaseMs: ms('Cooldown of a first ejection; it doubles on each repeat until a half-open probe succeeds.', 5_000),
+  ejectMaxMs: ms('Longest ejection cooldown.', 300_000),
+  maxConcurrency: int('Requests in flight per target; a full target is skipped, all full answers 503. Default 0: unbounded.', { minimum: 0, maximum: 1_000_000 }),
+};

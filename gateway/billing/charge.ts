@@ -15,7 +15,7 @@ export interface ChargeContext {
   billing: BillingRule;
 }
 
-export function charge(ctx: ChargeContext, target: UpstreamTarget, usage: Usage, now = Date.now()): LedgerRow {
+export function charge(ctx: ChargeContext, target: UpstreamTarget, usage: Usage, now = Date.now(), attempts = 1): LedgerRow {
   const cost = priceUsage(ctx.model.pricing, usage, ctx.key.organization.discount, ctx.billing);
   return {
     requestId: ctx.requestId,
@@ -40,5 +40,6 @@ export function charge(ctx: ChargeContext, target: UpstreamTarget, usage: Usage,
     costPoints: cost.costPoints,
     originalCost: cost.originalCost,
     detail: usage.detail,
+    attempts,
   };
 }

@@ -1,4 +1,4 @@
-// JSON request bodies: parsed once, raw bytes kept, and a body naming `model` twice refused (docs/contract.md, pass-through).
+// JSON request bodies: parsed once, raw bytes kept, and a body naming `model` or `stream` twice refused (docs/contract.md, pass-through).
 import { GatewayError } from '../errors.ts';
 
 export interface JsonBody {
@@ -22,18 +22,25 @@ export function parseJsonObject(raw: Buffer): JsonBody {
     throw new GatewayError('invalid_request', `We could not parse the JSON body of your request: ${(err as Error).message}`);
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
-  // Cheap pre-check: the precise scan runs only when "model" appears as a key more than once anywhere.
-  if (countModelKeys(text) > 1 && topLevelKeyCount(text, 'model') > 1) {
-    throw new GatewayError('invalid_request', 'The request body names "model" more than once.', { param: 'model' });
+  // Keys that route or bill must be unambiguous: the upstream's parser may take the other copy. Cheap pre-check:
+  // the precise scan runs only when the key appears as a key more than once anywhere.
+  for (const key of ROUTING_KEYS) {
+    if (countKeys(text, key) > 1 && topLevelKeyCount(text, key) > 1) {
+      throw new GatewayError('invalid_request', `The request body names "${key}" more than once.`, { param: key });
+    }
   }
   observer?.(raw, value as Record<string, unknown>);
   return { raw, value: value as Record<string, unknown> };
 }
 
-function countModelKeys(text: string): number {
+const ROUTING_KEYS = ['model', 'stream'] as const;
+
+/** Occurrences of `"key"` followed by a colon, anywhere in the text, counted up to 2. */
+function countKeys(text: string, key: string): number {
+  const quoted = `"${key}"`;
   let n = 0;
-  for (let i = text.indexOf('"model"'); i !== -1 && n < 2; i = text.indexOf('"model"', i + 7)) {
-    let j = i + 7;
+  for (let i = text.indexOf(quoted); i !== -1 && n < 2; i = text.indexOf(quoted, i + quoted.length)) {
+    let j = i + quoted.length;
     while (j < text.length && (text[j] === ' ' || text[j] === '\n' || text[j] === '\r' || text[j] === '\t')) j++;
     if (text[j] === ':') n++;
   }

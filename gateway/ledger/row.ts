@@ -27,6 +27,8 @@ export interface LedgerRow {
   costPoints: string;
   originalCost: string;
   detail: unknown;
+  /** Upstream attempts the request took (retries and fallbacks included); absent in rows journaled before it existed. */
+  attempts?: number;
 }
 
 /** The fields stored as Postgres text (which cannot hold NUL). */

@@ -32,6 +32,7 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
       costPoints: '1e-7',
       originalCost: '0.00000020',
       detail: { quote: 'a"b\\c', nested: [1, null, { x: '{}' }] },
+      attempts: 3,
     });
     expect(await writeUsageBatch(store, [row])).toBe(1);
     const { rows } = await store.query<Record<string, unknown>>('SELECT * FROM usage_events WHERE request_id = $1', [row.requestId]);
@@ -58,6 +59,7 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
       cost_points: '0.0000001',
       original_cost: '0.00000020',
       detail: { quote: 'a"b\\c', nested: [1, null, { x: '{}' }] },
+      attempts: 3,
     });
   });
 

@@ -15,12 +15,12 @@ WITH ins AS (
   INSERT INTO usage_events (request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
     provider, upstream_model, endpoint, stream,
     input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read,
-    estimated, cost_points, original_cost, detail)
+    estimated, cost_points, original_cost, detail, attempts)
   SELECT e->>0, timestamptz 'epoch' + trunc((e->>1)::float8) * interval '1 millisecond', e->>2, e->>3, e->>4, e->>5, e->>6,
     e->>7, e->>8, e->>9, (e->>10)::boolean,
     (e->>11)::bigint, (e->>12)::bigint, (e->>13)::bigint, (e->>14)::bigint, (e->>15)::bigint, (e->>16)::bigint,
     CASE WHEN (e->>17)::boolean THEN (e->>13)::bigint ELSE 0 END,
-    (e->>18)::boolean, (e->>19)::numeric, (e->>20)::numeric, e->21
+    (e->>18)::boolean, (e->>19)::numeric, (e->>20)::numeric, e->21, coalesce((e->>22)::smallint, 1)
   FROM jsonb_array_elements($1::jsonb) AS e
   ON CONFLICT (request_id, occurred_at) DO NOTHING
   RETURNING project, date_trunc('hour', occurred_at, 'UTC') AS hour,
@@ -56,7 +56,7 @@ function toPositional(r: LedgerRow): unknown[] {
     r.requestId, String(r.occurredAt), r.organization, r.project, r.apiKeyId, r.clientModel, r.modelId,
     r.provider, r.upstreamModel, r.endpoint, r.stream,
     String(r.input), String(r.output), String(r.cacheRead), String(r.cacheWrite), String(r.reasoning), String(r.artifacts), r.explicitCache,
-    r.estimated, r.costPoints, r.originalCost, r.detail ?? null,
+    r.estimated, r.costPoints, r.originalCost, r.detail ?? null, r.attempts ?? 1,
   ];
 }
 

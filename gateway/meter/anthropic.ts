@@ -48,7 +48,11 @@ class MessagesStreamMeter implements StreamMeter {
 }
 
 export const anthropicReader: UsageReader = {
-  fromJson: (body) => messagesUsage(asObject(body)?.usage),
+  // A usage object without the protocol's counts (chat-style usage on messages) is no usage: the answer is estimated.
+  fromJson: (body) => {
+    const u = asObject(asObject(body)?.usage);
+    return u && (typeof u.input_tokens === 'number' || typeof u.output_tokens === 'number') ? messagesUsage(u) : null;
+  },
   usageMember: 'usage',
   stream: () => new MessagesStreamMeter(),
 };

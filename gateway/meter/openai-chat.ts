@@ -42,7 +42,11 @@ class ChatStreamMeter implements StreamMeter {
 }
 
 export const openaiChatReader: UsageReader = {
-  fromJson: (body) => chatUsage(asObject(body)?.usage),
+  // A usage object without the protocol's counts (another protocol's shape) is no usage: the answer is estimated.
+  fromJson: (body) => {
+    const u = asObject(asObject(body)?.usage);
+    return u && (typeof u.prompt_tokens === 'number' || typeof u.completion_tokens === 'number') ? chatUsage(u) : null;
+  },
   usageMember: 'usage',
   stream: () => new ChatStreamMeter(),
 };

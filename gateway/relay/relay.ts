@@ -25,6 +25,11 @@ import { redactBody } from '../upstream/redact.ts';
 import type { Exchange } from '../telemetry/exchange.ts';
 import { telemetryOf } from '../telemetry/request-hook.ts';
 import type { Governor, Ticket } from '../governance/governor.ts';
+import { ExhaustedError, retryableStatus, sendWithRetries } from '../resilience/attempts.ts';
+import type { OnAttempt } from '../resilience/attempts.ts';
+import type { HealthRegistry, TargetHealth } from '../resilience/health.ts';
+import { defaultRegistry } from '../resilience/registry.ts';
+
 
 export interface RelayDeps {
   upstream: UpstreamClient;
@@ -33,6 +38,8 @@ export interface RelayDeps {
   credentials?: () => Iterable<string | undefined>;
   /** Rate limits and budgets (gateway/governance); absent in tests that build deps by hand. */
   governor?: Governor;
+  /** Upstream target health (outlier ejection); the process-wide registry when left out. */
+  health?: HealthRegistry;
 }
 
 export interface RelayCall extends ChargeContext {
@@ -55,18 +62,25 @@ export interface RelayCall extends ChargeContext {
   requireTerminalEvent?: boolean;
   /** Pass-through routes that still answer upstream errors in their own shape (the unified chat entry). */
   convertError?: ResponseConverter['error'];
+  /**
+   * The call to make instead once this one's upstreams are exhausted or ejected (the model's next fallback, possibly
+   * over another protocol); called only then, so the happy path builds nothing.
+   */
+  fallback?: () => RelayCall | undefined;
 }
 
 // Upstream headers worth returning; everything else (rate limits, org ids, cookies) describes the provider's account.
 const PASS_RESPONSE_HEADERS = ['content-type', 'openai-processing-ms'];
 
-export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyReply): Promise<void> {
+export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyReply): Promise<void> {
+  let call = first;
   // Governance: admitted (or refused with a 429, never sent upstream) before any upstream is contacted; settled in `finally`.
   const admission = deps.governor?.admit(call, reply);
   const ticket = admission === undefined ? undefined : await admission;
   if (ticket) deps = governed(deps, ticket);
   const controller = new AbortController();
-  const total = setTimeout(() => controller.abort(new TimeoutError()), call.targets[0].provider.timeouts.totalMs);
+  const totalMs = call.targets[0].provider.timeouts.totalMs;
+  const total = setTimeout(() => controller.abort(new TimeoutError()), totalMs);
   const raw = reply.raw;
   const tel = telemetryOf(reply);
   let clientGone = false;
@@ -77,35 +91,48 @@ export async function relay(deps: RelayDeps, call: RelayCall, reply: FastifyRepl
   };
   raw.on('close', onClose);
   let current: UpstreamTarget | undefined;
+  let health: TargetHealth | undefined;
+  let attempts = 0;
+  const onAttempt: OnAttempt = (t, h) => {
+    current = t;
+    health = h;
+    attempts++;
+  };
   try {
-    let res: UpstreamResponse | undefined;
-    let lastErr: GatewayError | undefined;
-    // Failover only on transport errors: once an upstream answered, its answer is the answer.
-    for (const target of call.targets) {
-      current = target;
-      const { path, body, contentType } = call.build(target);
-      tel.upstreamStart(call, target);
+    // Retries, ejection and fallbacks happen here, all before a byte reaches the client (gateway/resilience/).
+    const deadline = Date.now() + totalMs;
+    let res: UpstreamResponse;
+    for (;;) {
       try {
-        res = await deps.upstream.request({ provider: target.provider, protocol: call.protocol, path, body, contentType, passHeaders: tel.upstreamHeaders(call.passHeaders), signal: controller.signal });
-        tel.upstreamAnswered(res.statusCode);
-        break;
+        res = await sendWithRetries(deps.upstream, deps.health ?? defaultRegistry, call.model.policy, call, controller.signal, deadline, tel, onAttempt);
       } catch (err) {
-        lastErr = upstreamError(err, target.provider.id, controller.signal);
-        tel.upstreamFailed(lastErr);
-        if (controller.signal.aborted) break;
+        // Every attempt that threw has already given back its concurrency slot.
+        health = undefined;
+        const next = err instanceof ExhaustedError && !controller.signal.aborted ? call.fallback?.() : undefined;
+        if (!next) throw err;
+        call = next;
+        continue;
       }
+      if (!retryableStatus(res.statusCode) || controller.signal.aborted) break;
+      const next = call.fallback?.();
+      if (!next) break;
+      tel.upstreamDone();
+      res.body.destroy();
+      health?.release();
+      health = undefined;
+      call = next;
     }
-    if (!res || !current) throw lastErr ?? new GatewayError('upstream_unavailable', 'No upstream is available for this model.');
-    const target = current;
+    const target = current!;
     if (res.statusCode >= 400) return await upstreamErrorReply(deps, res, reply, call, target);
     const contentType = String(res.headers['content-type'] ?? '');
-    if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, () => clientGone, controller);
-    else await relayJson(deps, call, target, res, reply, () => clientGone);
+    if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, () => clientGone, controller, attempts);
+    else await relayJson(deps, call, target, res, reply, () => clientGone, attempts);
   } catch (err) {
     const gerr = err instanceof GatewayError ? err : upstreamError(err, current?.provider.id ?? 'unknown', controller.signal);
     if (!reply.sent && !raw.headersSent) replyError(reply, call.family, gerr, call.requestId);
   } finally {
     clearTimeout(total);
+    health?.release();
     raw.off('close', onClose);
     tel.relayEnd();
     ticket?.finish();
@@ -124,29 +151,35 @@ function governed(deps: RelayDeps, ticket: Ticket): RelayDeps {
   };
 }
 
-async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean): Promise<void> {
+async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, attempts: number): Promise<void> {
   const tel = telemetryOf(reply);
   let buf: Buffer;
   try {
-    buf = await res.body.bytes();
+    buf = await res.body.bytes(maxJsonBytes(call, target));
   } catch (err) {
+    if (err instanceof GatewayError) throw err;
     // A deadline while the body is read is a timeout (504); a cut after the headers, a broken answer.
     if (!gone()) throw isTimeout(err) ? upstreamError(err, target.provider.id) : new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" broke off its answer.`);
     // The client left and the provider cut us off too: bill the request side we know.
-    await bill(deps, tel, charge(call, target, estimateUsage(call.requestBytes, 0)));
+    await bill(deps, tel, charge(call, target, estimateUsage(call.requestBytes, 0), undefined, attempts));
     return;
   }
   // Pass-through answers go out as the upstream sent them: unless something needs the whole parsed body (a
   // converter, a recording span), only the usage member is located and parsed.
   const member = call.convert || tel.readsResponseBody() ? undefined : call.reader.usageMember;
-  const parsed = (member !== undefined && memberOnly(buf, member)) || parseJson(buf);
+  const parsed = (member !== undefined && startsAsObject(buf) && memberOnly(buf, member)) || parseJson(buf);
+  if (parsed === undefined || parsed === null || typeof parsed !== 'object') {
+    // A 200 that is not the protocol's JSON (a proxy's HTML page, a truncated body) is no answer: nothing is billed.
+    const failure = new GatewayError('upstream_invalid_response', `The upstream provider "${target.provider.id}" answered ${res.statusCode} with a body that is not valid JSON.`);
+    tel.upstreamDone(undefined, failure);
+    throw failure;
+  }
   tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
-  const row = charge(call, target, usage);
+  const row = charge(call, target, usage, undefined, attempts);
   await bill(deps, tel, row);
   if (gone()) return;
   if (call.convert) {
-    if (parsed === undefined) throw new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" answered with a body that is not JSON.`);
     buf = Buffer.from(JSON.stringify(call.convert.json(parsed)));
   }
   reply
@@ -164,6 +197,24 @@ async function bill(deps: RelayDeps, tel: Exchange, row: LedgerRow): Promise<voi
   const at = performance.now();
   await deps.ledger.append(row);
   tel.billed(row, at);
+}
+
+/** Upstream JSON answers are read whole: past this size they are refused (502) and the connection dropped. */
+export const DEFAULT_MAX_JSON_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_IMAGE_JSON_BYTES = 64 * 1024 * 1024;
+
+function maxJsonBytes(call: RelayCall, target: UpstreamTarget): number {
+  return target.provider.maxResponseBytes ?? (call.protocol === 'images' || call.billing !== 'text' ? DEFAULT_MAX_IMAGE_JSON_BYTES : DEFAULT_MAX_JSON_BYTES);
+}
+
+/** First non-blank byte is `{`: the tail-only usage read is trusted only for bodies that start as an object. */
+function startsAsObject(buf: Buffer): boolean {
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
+    return c === 0x7b;
+  }
+  return false;
 }
 
 /** `{ [member]: value }` read from the body's tail, or undefined when the member is not found there. */
@@ -185,6 +236,7 @@ async function relayStream(
   reply: FastifyReply,
   gone: () => boolean,
   controller: AbortController,
+  attempts: number,
 ): Promise<void> {
   const raw: ServerResponse = reply.raw;
   const tel = telemetryOf(reply);
@@ -208,9 +260,9 @@ async function relayStream(
     let usage = tap.meter.usage();
     // (Images counted without usage stay unguessed: their bytes are base64, not tokens.)
     if (usage.estimated && usage.input === 0 && usage.output === 0 && usage.artifacts === 0) usage = estimateUsage(call.requestBytes, bytes);
-    // Aborted on the client's behalf before the terminal event: what we saw is not what the provider will bill.
-    else if (!tap.meter.done && controller.signal.aborted) usage = { ...usage, estimated: true };
-    return bill(deps, tel, charge(call, target, usage));
+    // Cut or aborted before the terminal event: what we saw is not what the provider will bill.
+    else if (!tap.meter.done && !usage.estimated) usage = { ...usage, estimated: true };
+    return bill(deps, tel, charge(call, target, usage, undefined, attempts));
   };
   // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
   // client socket pauses the upstream until it drains.
@@ -302,11 +354,16 @@ function drained(raw: ServerResponse, then: () => void): void {
 async function upstreamErrorReply(deps: RelayDeps, res: UpstreamResponse, reply: FastifyReply, call: RelayCall, target: UpstreamTarget): Promise<void> {
   // Pass-through routes return the upstream's error as it is, converting routes in the client's shape; neither is
   // billed. Whatever the route, a provider credential quoted in the body never leaves.
-  const body = redactBody(await res.body.bytes(), credentialsOf(deps, call));
+  const body = redactBody(await res.body.bytes(MAX_ERROR_BYTES), credentialsOf(deps, call));
   if (res.statusCode === 401) {
     // The upstream refused the gateway's own provider credential: not the client's problem, and not its business.
     reply.log.warn({ provider: target.provider.id, status: 401, body: body.toString('utf8', 0, Math.min(body.length, 2048)) }, 'upstream refused the provider credential');
     replyError(reply, call.family, new GatewayError('upstream_auth', `The upstream provider "${target.provider.id}" refused the gateway's provider credentials; the gateway's operator has to fix them.`), call.requestId);
+    return;
+  }
+  if (isBlank(body)) {
+    // Nothing to pass on: say so in the client's shape, with the upstream's status.
+    replyError(reply, call.family, new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" answered ${res.statusCode} with no body.`, { status: res.statusCode }), call.requestId);
     return;
   }
   const c = call.convert ? call.convert.error(res.statusCode, body) : call.convertError?.(res.statusCode, body);
@@ -322,6 +379,17 @@ async function upstreamErrorReply(deps: RelayDeps, res: UpstreamResponse, reply:
 function* credentialsOf(deps: RelayDeps, call: RelayCall): Iterable<string | undefined> {
   for (const t of call.targets) yield t.provider.credential;
   if (deps.credentials) yield* deps.credentials();
+}
+
+/** Error bodies are small; one past this is not worth holding. */
+const MAX_ERROR_BYTES = 1024 * 1024;
+
+function isBlank(buf: Buffer): boolean {
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i];
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return false;
+  }
+  return true;
 }
 
 function copyHeaders(res: UpstreamResponse, reply: FastifyReply): void {

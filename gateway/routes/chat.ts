@@ -10,6 +10,7 @@ import { relayCall } from '../relay/call.ts';
 import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel, upstreamsFor } from '../routing/resolve-model.ts';
+import { withFallbacks } from '../resilience/fallbacks.ts';
 import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
@@ -58,8 +59,27 @@ export async function relayChatPassThrough(ctx: GatewayContext, req: FastifyRequ
     body.model = target.model;
     return { path: openai.paths.chat, body: JSON.stringify(body) };
   };
-  const call = relayCall(req, openai, { family, key, model, clientModel, protocol: 'openai', targets, stream, requestBytes: p.requestBytes, build, reader: openai.reader, convertError: p.convertError });
-  await relay(ctx.relay, call, reply);
+  // requireTerminalEvent: a stream that ends without `data: [DONE]` was cut; the client is told, the row flagged estimated.
+  const call = relayCall(req, openai, { family, key, model, clientModel, protocol: 'openai', targets, stream, requestBytes: p.requestBytes, build, reader: openai.reader, convertError: p.convertError, requireTerminalEvent: true });
+  // Fallback models (routing.fallbacks) are looked at only when the model has some: the happy path builds nothing.
+  const snapshot = ctx.holder.current;
+  await relay(ctx.relay, snapshot && model.policy.fallbacks.length > 0 ? withFallbacks(snapshot, key, model, call, (m) => chatFallback(call, body, m)) : call, reply);
+}
+
+/** The same chat body for a fallback model that speaks openai, re-serialised with its drops. */
+function chatFallback(call: RelayCall, body: Record<string, unknown>, m: RuntimeModel): RelayCall | undefined {
+  const ups = m.protocols.openai;
+  if (!ups) return undefined;
+  return {
+    ...call,
+    model: m,
+    targets: orderByWeight(ups),
+    build: (target) => {
+      const b: Record<string, unknown> = { ...body, model: target.model };
+      for (const f of m.drop) delete b[f];
+      return { path: openai.paths.chat, body: JSON.stringify(b) };
+    },
+  };
 }
 
 /** Where the top-level `model` string sits in `raw`, when it is found exactly once and reads as `model`. */

@@ -11,6 +11,8 @@ import { relayCall, traceHeaders } from '../relay/call.ts';
 import type { RelayCall } from '../relay/relay.ts';
 import { relay } from '../relay/relay.ts';
 import { orderByWeight, resolveModel } from '../routing/resolve-model.ts';
+import { withFallbacks } from '../resilience/fallbacks.ts';
+import type { RuntimeModel } from '../snapshot/runtime.ts';
 import { TimeoutError, upstreamError } from '../upstream/client.ts';
 import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
@@ -30,23 +32,28 @@ async function messages(ctx: GatewayContext, req: FastifyRequest, reply: Fastify
   const clientModel = requireMessagesFields(body);
   const model = resolveModel(snapshot, key, clientModel);
   const stream = body.stream === true;
-  const targets = model.protocols.anthropic;
-  if (targets) {
-    for (const f of model.drop) delete body[f];
-    const path = `${anthropic.paths.messages}${betaQuery(req)}`;
-    const build: RelayCall['build'] = (target) => ((body.model = target.model), { path, body: JSON.stringify(body) });
-    const passHeaders = anthropic.versionHeaders(req.headers, { ...traceHeaders(req) });
-    const call = relayCall(req, anthropic, { family: 'messages', key, model, clientModel, protocol: 'anthropic', targets: orderByWeight(targets), stream, requestBytes: raw.length, build, reader: anthropic.reader, passHeaders, requireTerminalEvent: anthropic.requireTerminalEvent });
-    await relay(ctx.relay, call, reply);
-    return;
-  }
-  const openaiTargets = model.protocols.openai;
-  if (!openaiTargets) throw unsupported(clientModel);
-  const conversion = messagesOverOpenai(body, { drop: model.drop, requestId: req.id, clientModel });
-  const build: RelayCall['build'] = (target) => ({ path: openai.paths.chat, body: conversion.body(target.model) });
-  // The upstream's protocol decides the meter: a converted call bills exactly like the same chat call.
-  const call = relayCall(req, anthropic, { family: 'messages', key, model, clientModel, protocol: 'openai', targets: orderByWeight(openaiTargets), stream, requestBytes: raw.length, build, reader: openai.reader, convert: conversion.converter });
-  await relay(ctx.relay, call, reply);
+  // The call for one model: pass-through for anthropic models, through chat for openai-only ones. A fallback model
+  // (routing.fallbacks) gets its own call, possibly over the other protocol; the client's model stays reported.
+  const callFor = (m: RuntimeModel): RelayCall | undefined => {
+    const targets = m.protocols.anthropic;
+    if (targets) {
+      const mb = m === model ? body : { ...body };
+      for (const f of m.drop) delete mb[f];
+      const path = `${anthropic.paths.messages}${betaQuery(req)}`;
+      const build: RelayCall['build'] = (target) => ((mb.model = target.model), { path, body: JSON.stringify(mb) });
+      const passHeaders = anthropic.versionHeaders(req.headers, { ...traceHeaders(req) });
+      return relayCall(req, anthropic, { family: 'messages', key, model: m, clientModel, protocol: 'anthropic', targets: orderByWeight(targets), stream, requestBytes: raw.length, build, reader: anthropic.reader, passHeaders, requireTerminalEvent: anthropic.requireTerminalEvent });
+    }
+    const openaiTargets = m.protocols.openai;
+    if (!openaiTargets) return undefined;
+    const conversion = messagesOverOpenai(body, { drop: m.drop, requestId: req.id, clientModel });
+    const build: RelayCall['build'] = (target) => ({ path: openai.paths.chat, body: conversion.body(target.model) });
+    // The upstream's protocol decides the meter: a converted call bills exactly like the same chat call.
+    return relayCall(req, anthropic, { family: 'messages', key, model: m, clientModel, protocol: 'openai', targets: orderByWeight(openaiTargets), stream, requestBytes: raw.length, build, reader: openai.reader, convert: conversion.converter });
+  };
+  const call = callFor(model);
+  if (!call) throw unsupported(clientModel);
+  await relay(ctx.relay, model.policy.fallbacks.length > 0 ? withFallbacks(snapshot, key, model, call, callFor) : call, reply);
 }
 
 // Token counting costs nothing upstream and is not billed, so it skips the relay (no meter, no ledger row).

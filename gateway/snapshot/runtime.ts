@@ -8,6 +8,8 @@ import type { KeyGovernance, OrgGovernance } from '../governance/rules.ts';
 import { compileKeyGovernance, compileOrgGovernance, compileScope } from '../governance/rules.ts';
 import type { Model, Protocol, Provider, Snapshot } from './schema.ts';
 import { PROTOCOLS } from './schema.ts';
+import type { RoutingPolicy } from '../resilience/policy.ts';
+import { compilePolicy } from '../resilience/policy.ts';
 
 export interface RuntimeProvider {
   id: string;
@@ -19,6 +21,8 @@ export interface RuntimeProvider {
   headers: Record<string, string>;
   timeouts: Provider['timeouts'];
   abortOnDisconnect: boolean;
+  /** Largest JSON answer read whole; undefined: the protocol's default. */
+  maxResponseBytes?: number;
 }
 
 export interface UpstreamTarget {
@@ -36,6 +40,8 @@ export interface RuntimeModel {
   protocols: Partial<Record<Protocol, UpstreamTarget[]>>;
   drop: readonly string[];
   imageSizes: ReadonlySet<string> | undefined;
+  /** Retries, ejection, concurrency and fallbacks (defaults ← first provider's routing ← the model's). */
+  policy: RoutingPolicy;
 }
 
 export interface RuntimeOrganization {
@@ -118,6 +124,7 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
       headers: p.headers ?? {},
       timeouts: p.timeouts,
       abortOnDisconnect: p.onClientDisconnect === 'abort',
+      maxResponseBytes: p.maxResponseBytes,
     });
   }
   const pricing = new Map(s.pricingGroups.map((g) => [g.id, compilePricing(g)]));
@@ -138,6 +145,7 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
       protocols,
       drop: m.capabilities.drop,
       imageSizes: m.capabilities.imageSizes ? new Set(m.capabilities.imageSizes) : undefined,
+      policy: compilePolicy(s.providers.find((p) => p.id === firstProvider(m))?.routing, m.routing),
     };
     models.push(rm);
     byName.set(m.id.toLowerCase(), rm);
@@ -157,6 +165,14 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
     });
   }
   return { models, byName, organizations, providers };
+}
+
+function firstProvider(m: Model): string | undefined {
+  for (const proto of PROTOCOLS) {
+    const ups = m.protocols[proto];
+    if (ups) return ups[0].provider;
+  }
+  return undefined;
 }
 
 /** [hash, key] pairs of validated keys, whose organizations are all in `organizations`. */

@@ -30,6 +30,29 @@ export const credentialSchema = z
   ])
   .describe('The provider credential. Standalone files should use fromEnv.');
 
+// Retries, backoff and outlier ejection (docs/routing.md). Every field is optional: a model's value wins over its
+// provider's, which wins over the built-in default.
+const routingFields = {
+  maxAttempts: z.number().int().min(1).max(10).optional().describe('Attempts in all, the first included (default 3; 1 = never retry).'),
+  backoffBaseMs: positiveMs.optional().describe('Backoff before retry n is uniform in [0, min(backoffMaxMs, backoffBaseMs·2^(n-1))] (default 100).'),
+  backoffMaxMs: positiveMs.optional().describe('Upper bound of one backoff (default 2000).'),
+  retryAfterCapMs: z.number().int().nonnegative().optional().describe('An upstream retry-after longer than this is not waited for; its answer goes to the client (default 10000).'),
+  ejectAfter: z.number().int().min(1).optional().describe('Consecutive failed attempts (connect error, timeout, 429, 5xx) that eject a target (default 5).'),
+  ejectBaseMs: positiveMs.optional().describe('Cooldown of a first ejection; it doubles on each repeat (default 5000).'),
+  ejectMaxMs: positiveMs.optional().describe('Longest cooldown (default 300000).'),
+  maxConcurrency: z.number().int().nonnegative().optional().describe('Requests in flight per target; a full target is skipped, all full answers 503 (default 0 = unbounded).'),
+};
+
+export const providerRoutingSchema = z.object(routingFields).strict().describe('Routing defaults for every upstream on this provider.');
+
+export const modelRoutingSchema = z
+  .object({
+    ...routingFields,
+    fallbacks: z.array(z.string().min(1)).max(5).optional().describe('Model ids tried in order when this model\'s upstreams are exhausted or ejected; the client\'s model stays the reported one.'),
+  })
+  .strict()
+  .describe('Retries, ejection and fallbacks for this model (over its providers\' defaults).');
+
 export const providerSchema = z
   .object({
     id: slug.describe('Provider id, referenced by model upstreams.'),
@@ -49,6 +72,8 @@ export const providerSchema = z
       .enum(DISCONNECT_ACTIONS)
       .default('continue')
       .describe('continue: read the upstream to its end so usage is what the provider bills; abort: stop at once and bill what was seen (estimated).'),
+    maxResponseBytes: z.number().int().positive().optional().describe('Largest JSON answer read from this provider (default 64 MiB for images, 16 MiB otherwise); past it: 502 and the connection dropped.'),
+    routing: providerRoutingSchema.optional(),
   })
   .strict();
 
@@ -89,6 +114,7 @@ export const modelSchema = z
       })
       .strict()
       .prefault({}),
+    routing: modelRoutingSchema.optional(),
   })
   .strict();
 
@@ -190,6 +216,11 @@ export const snapshotSchema = z
         names.set(name, i);
       }
       if (!groups.has(m.pricingGroup)) ctx.addIssue({ code: 'custom', path: ['models', i, 'pricingGroup'], message: `unknown pricing group "${m.pricingGroup}"` });
+      m.routing?.fallbacks?.forEach((f, j) => {
+        const known = s.models.some((o) => o.id === f);
+        if (!known) ctx.addIssue({ code: 'custom', path: ['models', i, 'routing', 'fallbacks', j], message: `unknown model "${f}"` });
+        else if (f === m.id) ctx.addIssue({ code: 'custom', path: ['models', i, 'routing', 'fallbacks', j], message: 'a model cannot fall back to itself' });
+      });
       for (const [protocol, ups] of Object.entries(m.protocols)) {
         ups?.forEach((u, j) => {
           if (!providers.has(u.provider)) ctx.addIssue({ code: 'custom', path: ['models', i, 'protocols', protocol, j, 'provider'], message: `unknown provider "${u.provider}"` });
@@ -221,3 +252,4 @@ export type Upstream = z.output<typeof upstreamSchema>;
 export type PricingGroup = z.output<typeof pricingGroupSchema>;
 export type Organization = z.output<typeof organizationSchema>;
 export type ApiKey = z.output<typeof apiKeySchema>;
+export type RoutingInput = z.output<typeof modelRoutingSchema>;

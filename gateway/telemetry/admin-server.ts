@@ -17,18 +17,29 @@ export interface AdminLogger {
   error(obj: object, msg?: string): void;
 }
 
-export async function startAdminServer(opts: { port: number; host?: string; prometheus: PrometheusExporter; log?: AdminLogger }): Promise<AdminServer | undefined> {
+export async function startAdminServer(opts: {
+  port: number;
+  host?: string;
+  prometheus: PrometheusExporter;
+  log?: AdminLogger;
+  /** The /upstreams body: each upstream target's health in this process. */
+  upstreams?: () => unknown;
+}): Promise<AdminServer | undefined> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/metrics') {
       opts.prometheus.getMetricsRequestHandler(req, res);
       return;
     }
+    if (req.method === 'GET' && path === '/upstreams' && opts.upstreams) {
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(opts.upstreams()));
+      return;
+    }
     if (req.method === 'GET' && path === '/healthz') {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
       return;
     }
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: the admin port serves /metrics\n');
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: the admin port serves /metrics and /upstreams\n');
   });
   // Loopback unless told: the metrics carry cost per organization.
   server.listen(opts.port, opts.host ?? '127.0.0.1');

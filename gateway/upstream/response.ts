@@ -4,6 +4,7 @@
 import { addAbortListener } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
+import { GatewayError } from '../errors.ts';
 
 export interface UpstreamResponse {
   statusCode: number;
@@ -44,15 +45,23 @@ export class UpstreamBody {
     this.flush();
   }
 
-  /** The whole body as one Buffer. */
-  bytes(): Promise<Buffer> {
+  /**
+   * The whole body as one Buffer. Past `limit` bytes the upstream connection is dropped and the promise rejects with
+   * a 502 (`upstream_invalid_response`): an endless or huge answer must not take the process's memory.
+   */
+  bytes(limit = Infinity): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;
       this.pipe({
-        data(chunk) {
-          chunks.push(chunk);
+        data: (chunk) => {
           size += chunk.length;
+          if (size > limit) {
+            chunks.length = 0;
+            this.destroy(new GatewayError('upstream_invalid_response', `The upstream answer exceeded ${limit} bytes and was dropped.`));
+            return true;
+          }
+          chunks.push(chunk);
           return true;
         },
         end(err) {

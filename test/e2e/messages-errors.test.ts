@@ -119,12 +119,14 @@ interface Broken {
   error: RegExp;
   /** The ledger row: reported figures (input, output), or 'estimated'. */
   billed: [number, number] | 'estimated';
+  /** Reported figures billed but flagged estimated: the stream never said it was complete. */
+  flagged?: boolean;
 }
 
 const convertedBroken: Broken[] = [
   { name: 'truncated JSON', script: { chunks: [hello, 'data: {"id":"chatcmpl-bad","choices":[{"index":0,"delta":{"content":" wor\n\n'] }, error: /malformed event/, billed: 'estimated' },
   { name: 'an unknown event', script: { chunks: [hello, 'event: surprise\ndata: {"x":1}\n\n', finish, usage, 'data: [DONE]\n\n'] }, error: /unexpected \\?"surprise\\?" event/, billed: [11, 3] },
-  { name: 'a missing [DONE]', script: { chunks: [hello, finish, usage] }, error: /ended before it was complete/, billed: [11, 3] },
+  { name: 'a missing [DONE]', script: { chunks: [hello, finish, usage] }, error: /ended before it was complete/, billed: [11, 3], flagged: true },
   { name: 'an upstream cut mid-stream', script: { chunks: [hello], abort: true }, error: /stream broke|ended before/, billed: 'estimated' },
   { name: 'an in-stream upstream error', marker: '[fake:mid-stream-error]', error: /The server had an error/, billed: 'estimated' },
   { name: 'a stream cut by the fake', marker: '[fake:cut-stream]', error: /stream broke|ended before/, billed: 'estimated' },
@@ -159,7 +161,7 @@ describe.each(convertedBroken)('a converted stream with $name', (b) => {
     const rows = await t.gw.store.query<{ input: string; output: string; estimated: boolean }>('SELECT input::text, output::text, estimated FROM usage_events WHERE request_id = $1', [r.headers.get('x-tollgate-request-id')]);
     expect(rows.rows).toHaveLength(1);
     if (b.billed === 'estimated') expect(rows.rows[0].estimated).toBe(true);
-    else expect([Number(rows.rows[0].input), Number(rows.rows[0].output), rows.rows[0].estimated]).toEqual([...b.billed, false]);
+    else expect([Number(rows.rows[0].input), Number(rows.rows[0].output), rows.rows[0].estimated]).toEqual([...b.billed, b.flagged ?? false]);
   });
 });
 

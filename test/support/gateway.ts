@@ -36,13 +36,16 @@ export interface TestGateway {
 /** The standard test world: an OpenAI-protocol model family, a tiered model, two organizations. */
 export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<typeof generateApiKey>>): SnapshotInput {
   const key = (id: string, org: string, project: string, extra: Record<string, unknown> = {}) => ({ id, hash: keys[id].hash, prefix: keys[id].prefix, organization: org, project, ...extra });
+  // One attempt and no ejection in this shared world: a failure a test scripts (or a dead provider it calls) is
+  // what that test sees, whatever ran before it. test/e2e/resilience.test.ts covers retries and ejection.
+  const routing = { maxAttempts: 1, ejectAfter: 1_000_000 };
   return {
     providers: [
-      { id: 'fake-openai', baseUrl: `${upstreamUrl}/v1`, apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 2000, firstByteMs: 3000, idleMs: 3000, totalMs: 10000 } },
-      { id: 'fake-slow', baseUrl: `${upstreamUrl}/v1`, apiKey: { value: PROVIDER_SECRET }, timeouts: { firstByteMs: 300, idleMs: 300, totalMs: 5000 } },
-      { id: 'dead', baseUrl: 'http://127.0.0.1:9/v1', apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 500 } },
-      { id: 'fake-gemini', baseUrl: `${upstreamUrl}/v1beta`, apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 2000, firstByteMs: 3000, idleMs: 3000, totalMs: 10000 } },
-      { id: 'fake-ark', baseUrl: `${upstreamUrl}/api/v3`, apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 2000, firstByteMs: 3000, idleMs: 3000, totalMs: 10000 } },
+      { id: 'fake-openai', baseUrl: `${upstreamUrl}/v1`, apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 2000, firstByteMs: 3000, idleMs: 3000, totalMs: 10000 }, routing },
+      { id: 'fake-slow', baseUrl: `${upstreamUrl}/v1`, apiKey: { value: PROVIDER_SECRET }, timeouts: { firstByteMs: 300, idleMs: 300, totalMs: 5000 }, routing },
+      { id: 'dead', baseUrl: 'http://127.0.0.1:9/v1', apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 500 }, routing },
+      { id: 'fake-gemini', baseUrl: `${upstreamUrl}/v1beta`, apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 2000, firstByteMs: 3000, idleMs: 3000, totalMs: 10000 }, routing },
+      { id: 'fake-ark', baseUrl: `${upstreamUrl}/api/v3`, apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 2000, firstByteMs: 3000, idleMs: 3000, totalMs: 10000 }, routing },
     ],
     pricingGroups: [
       { id: 'mini', mode: 'flat_tokens', prices: { input: '0.15', output: '0.6', cacheRead: '0.075', cacheWrite: '0' } },
@@ -57,7 +60,7 @@ export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<
       { id: 'secret/internal', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-openai', model: 'internal' }] } },
       { id: 'openai/slow', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-slow', model: 'gpt-4o-mini-2024-07-18' }] } },
       { id: 'openai/unreachable', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x' }] } },
-      { id: 'openai/failover', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x', weight: 1000 }, { provider: 'fake-openai', model: 'gpt-4o-mini-2024-07-18', weight: 1 }] } },
+      { id: 'openai/failover', public: true, pricingGroup: 'mini', protocols: { openai: [{ provider: 'dead', model: 'x', weight: 1000 }, { provider: 'fake-openai', model: 'gpt-4o-mini-2024-07-18', weight: 1 }] }, routing: { maxAttempts: 2, backoffBaseMs: 1 } },
       // messages clients on openai-only models (converted through chat): one that may reason, one that drops what it cannot take.
       { id: 'openai/reasoner', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-openai', model: 'o-reasoner-1' }] } },
       { id: 'openai/legacy', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-openai', model: 'legacy-1' }] }, capabilities: { drop: ['reasoning_effort', 'max_completion_tokens', 'top_p'] } },
@@ -91,14 +94,15 @@ export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<
 export const DEFAULT_BACKEND: Backend = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 
 export async function startTestGateway(
-  opts: { backend?: Backend; upstream?: FakeUpstream; maxJournalBytes?: number; flushIntervalMs?: number; maxBodyBytes?: number; store?: Store; gateway?: Partial<GatewayOptions> } = {},
+  opts: { backend?: Backend; upstream?: FakeUpstream; maxJournalBytes?: number; flushIntervalMs?: number; maxBodyBytes?: number; store?: Store; gateway?: Partial<GatewayOptions>; config?: (c: SnapshotInput) => SnapshotInput } = {},
 ): Promise<TestGateway> {
   const db = !opts.store && (opts.backend ?? DEFAULT_BACKEND) === 'postgres' ? await createTestDatabase('postgres', { migrate: false }) : undefined;
   const upstream = opts.upstream ?? (await startFakeUpstream());
   const generated = Object.fromEntries(['acme', 'globex', 'revoked', 'expired'].map((k) => [k, generateApiKey()]));
   const dataDir = mkdtempSync(join(tmpdir(), 'tg-gw-'));
   const configPath = join(dataDir, 'tollgate.json');
-  writeFileSync(configPath, JSON.stringify(testConfig(upstream.url, generated), null, 2));
+  const config = testConfig(upstream.url, generated);
+  writeFileSync(configPath, JSON.stringify(opts.config ? opts.config(config) : config, null, 2));
   const gw = await startGateway({
     configPath,
     dataDir,

@@ -1,4 +1,4 @@
-import { localRef, status } from '../common.ts';
+import { localRef, routingFields, status } from '../common.ts';
 import { AGE_COLUMN, APPLIED_COLUMN, READY_COLUMN, REASON_COLUMN, type KindDefinition } from '../crd.ts';
 import { PROTOCOLS, UPSTREAM_WEIGHT } from '../../../gateway/snapshot/schema.ts';
 import { bool, int, list, obj, str } from '../openapi.ts';
@@ -51,6 +51,10 @@ export const model: KindDefinition = {
         maxLength: 16,
         pattern: '^(auto|adaptive|[1-9]K|[0-9]{2,5}x[0-9]{2,5})$',
       }), { maxItems: 32, 'x-kubernetes-list-type': 'set' }),
+    }),
+    routing: obj('Retries, ejection and fallbacks for this model, over its providers\' spec.routing.', {
+      ...routingFields,
+      fallbacks: list('Model ids (spec.id) tried in order when this model\'s upstreams are exhausted or ejected, possibly over another protocol. The client\'s model stays the reported one; the usage row names the model that answered.', str('A model id.', { minLength: 1, maxLength: 200 }), { maxItems: 5 }),
     }),
   }, ['id', 'pricingGroupRef', 'upstreams']),
   status: status({

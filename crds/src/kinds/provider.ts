@@ -1,4 +1,4 @@
-import { secretKeyRef, status } from '../common.ts';
+import { routingFields, secretKeyRef, status } from '../common.ts';
 import { AGE_COLUMN, APPLIED_COLUMN, READY_COLUMN, REASON_COLUMN, type KindDefinition } from '../crd.ts';
 import { DISCONNECT_ACTIONS, PROTOCOLS } from '../../../gateway/snapshot/schema.ts';
 import { int, list, obj, str, stringMap } from '../openapi.ts';
@@ -39,6 +39,8 @@ export const provider: KindDefinition = {
     onClientDisconnect: str('What happens to the upstream call when the client hangs up mid-stream. continue (default): read the upstream to its end so usage is what the provider bills. abort: stop at once and bill what was seen, flagged estimated.', {
       enum: [...DISCONNECT_ACTIONS],
     }),
+    maxResponseBytes: int('Largest JSON answer read from this provider; past it the gateway answers 502 and drops the connection. Default 64 MiB for images, 16 MiB otherwise.', { minimum: 1, maximum: 4_294_967_296 }),
+    routing: obj('Retry and ejection defaults for every upstream on this provider; a Model\'s spec.routing overrides them field by field.', routingFields),
   }, ['baseUrl', 'protocols', 'credentials']),
   status: status(),
   columns: [

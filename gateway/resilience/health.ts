@@ -1,0 +1,145 @@
+// Outlier ejection per upstream target (provider base URL + upstream model): consecutive failures eject it for a
+// cooldown that doubles on every repeat; once the cooldown is over one request probes it (half-open) and its
+// outcome closes the circuit again or ejects it for longer. State lives per process and survives snapshot reloads.
+import type { UpstreamTarget } from '../snapshot/runtime.ts';
+import type { RoutingPolicy } from './policy.ts';
+
+export type TargetState = 'healthy' | 'ejected' | 'half_open';
+
+/** How one attempt ended, as counted in metrics and /upstreams. */
+export type AttemptOutcome = 'success' | 'client_error' | 'rate_limited' | 'server_error' | 'transport_error' | 'timeout';
+export const OUTCOMES: readonly AttemptOutcome[] = ['success', 'client_error', 'rate_limited', 'server_error', 'transport_error', 'timeout'];
+
+export class TargetHealth {
+  readonly key: string;
+  readonly provider: string;
+  readonly model: string;
+  state: TargetState = 'healthy';
+  consecutiveFailures = 0;
+  /** Ejections since the target last recovered: the exponent of the next cooldown. */
+  private streak = 0;
+  ejectedUntil = 0;
+  /** A half-open target lets exactly one request through. */
+  private probing = false;
+  inFlight = 0;
+  // Totals since the process started (monotonic counters for metrics).
+  readonly attempts: Record<AttemptOutcome, number> = { success: 0, client_error: 0, rate_limited: 0, server_error: 0, transport_error: 0, timeout: 0 };
+  retries = 0;
+  ejections = 0;
+
+  constructor(key: string, provider: string, model: string) {
+    this.key = key;
+    this.provider = provider;
+    this.model = model;
+  }
+
+  /** Whether a request may be sent now (moves an ejected target whose cooldown is over to half-open). */
+  available(now: number, policy: RoutingPolicy): boolean {
+    if (policy.maxConcurrency > 0 && this.inFlight >= policy.maxConcurrency) return false;
+    if (this.state === 'healthy') return true;
+    if (this.state === 'ejected') {
+      if (now < this.ejectedUntil) return false;
+      this.state = 'half_open';
+      this.probing = false;
+    }
+    return !this.probing;
+  }
+
+  /** Full because of its concurrency limit (rather than ejected). */
+  saturated(policy: RoutingPolicy): boolean {
+    return policy.maxConcurrency > 0 && this.inFlight >= policy.maxConcurrency;
+  }
+
+  begin(): void {
+    this.inFlight++;
+    if (this.state === 'half_open') this.probing = true;
+  }
+
+  /** The request is over (answer relayed or given up): frees its concurrency slot. */
+  release(): void {
+    if (this.inFlight > 0) this.inFlight--;
+  }
+
+  /** An answer that says the target works (2xx/3xx, or a 4xx about the request itself). */
+  succeeded(outcome: 'success' | 'client_error'): void {
+    this.attempts[outcome]++;
+    this.consecutiveFailures = 0;
+    if (this.state !== 'healthy') {
+      this.state = 'healthy';
+      this.streak = 0;
+      this.probing = false;
+    }
+  }
+
+  failed(outcome: Exclude<AttemptOutcome, 'success' | 'client_error'>, now: number, policy: RoutingPolicy): void {
+    this.attempts[outcome]++;
+    this.consecutiveFailures++;
+    if (this.state === 'half_open' || (this.state === 'healthy' && this.consecutiveFailures >= policy.ejectAfter)) this.eject(now, policy);
+  }
+
+  private eject(now: number, policy: RoutingPolicy): void {
+    this.streak++;
+    this.ejections++;
+    const cooldown = Math.min(policy.ejectMaxMs, policy.ejectBaseMs * 2 ** (this.streak - 1));
+    this.ejectedUntil = now + cooldown;
+    this.state = 'ejected';
+    this.probing = false;
+  }
+
+  view(now: number): UpstreamView {
+    return {
+      provider: this.provider,
+      model: this.model,
+      state: this.state === 'ejected' && now >= this.ejectedUntil ? 'half_open' : this.state,
+      healthy: this.state === 'healthy',
+      consecutiveFailures: this.consecutiveFailures,
+      ejectedUntil: this.state === 'ejected' ? new Date(this.ejectedUntil).toISOString() : null,
+      inFlight: this.inFlight,
+      attempts: { ...this.attempts },
+      retries: this.retries,
+      ejections: this.ejections,
+    };
+  }
+}
+
+export interface UpstreamView {
+  provider: string;
+  model: string;
+  state: TargetState;
+  healthy: boolean;
+  consecutiveFailures: number;
+  ejectedUntil: string | null;
+  inFlight: number;
+  attempts: Record<AttemptOutcome, number>;
+  retries: number;
+  ejections: number;
+}
+
+/** Every target's health in this process, found per target object without building a key on the request path. */
+export class HealthRegistry {
+  private readonly byKey = new Map<string, TargetHealth>();
+  private readonly byTarget = new WeakMap<UpstreamTarget, TargetHealth>();
+
+  of(target: UpstreamTarget): TargetHealth {
+    let h = this.byTarget.get(target);
+    if (h) return h;
+    // A reloaded snapshot brings new target objects for the same upstream: they share its state.
+    const key = `${target.provider.id} ${target.provider.baseUrl} ${target.model}`;
+    h = this.byKey.get(key);
+    if (!h) this.byKey.set(key, (h = new TargetHealth(key, target.provider.id, target.model)));
+    this.byTarget.set(target, h);
+    return h;
+  }
+
+  all(): Iterable<TargetHealth> {
+    return this.byKey.values();
+  }
+
+  /** The /upstreams body: each target's state, with the snapshot generation this process serves. */
+  view(generation: number | undefined, now = Date.now()): { generation: number | null; upstreams: UpstreamView[] } {
+    const upstreams: UpstreamView[] = [];
+    for (const h of this.byKey.values()) upstreams.push(h.view(now));
+    upstreams.sort((a, b) => (a.provider + a.model < b.provider + b.model ? -1 : 1));
+    return { generation: generation ?? null, upstreams };
+  }
+}
