@@ -73,7 +73,10 @@ try {
     const sampler = setInterval(() => (peak = Math.max(peak, treeRss(child.pid!))), 20);
     for (;;) {
       if (child.exitCode !== null) throw new Error(`gateway exited during start:\n${stderr}`);
-      if (performance.now() - t0 > 180_000) throw new Error(`gateway not ready in 180 s:\n${stderr}`);
+      if (performance.now() - t0 > 180_000) {
+        child.kill('SIGKILL');
+        throw new Error(`gateway not ready in 180 s:\n${stderr}`);
+      }
       try {
         const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
         await res.arrayBuffer();

@@ -29,9 +29,18 @@ function spawnPglite(dataDir: string | undefined, initOnly: boolean): ChildProce
   });
 }
 
-/** Waits for the child's start reply; rejects with its error, or when it exits first. */
+// Generous: a first boot (initdb) takes seconds on a quiet machine and a minute on a very busy one. Past it the
+// child is wedged (e.g. its directory was removed under it) and start fails with that, rather than waiting for ever.
+const START_TIMEOUT_MS = 300_000;
+
+/** Waits for the child's start reply; rejects with its error, when it exits first, or after START_TIMEOUT_MS. */
 function started(child: ChildProcess): Promise<void> {
   return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      child.kill('SIGKILL');
+      reject(new Error(`PGlite did not start within ${START_TIMEOUT_MS / 1000} s`));
+    }, START_TIMEOUT_MS);
     const onMessage = (r: PgliteReply) => {
       if (r.id !== 0) return;
       cleanup();
@@ -47,6 +56,7 @@ function started(child: ChildProcess): Promise<void> {
       reject(err);
     };
     const cleanup = () => {
+      clearTimeout(timer);
       child.off('message', onMessage);
       child.off('exit', onExit);
       child.off('error', onError);
