@@ -87,29 +87,65 @@ export async function spawnServer(opts: SpawnOptions): Promise<ServerProc> {
   };
 }
 
-/** User + system CPU seconds the process has used so far (/proc/<pid>/stat utime + stime). */
-export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name, which is in parentheses and may hold spaces.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+/** The process and its descendants (the embedded store runs in a child of the gateway: its work counts too). */
+export function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    try {
+      for (const child of readFileSync(`/proc/${out[i]}/task/${out[i]}/children`, 'utf8').trim().split(/\s+/)) if (child) out.push(Number(child));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
 }
 
-/** VmHWM (peak RSS) and VmRSS in bytes. */
+/** Sums `f` over the process tree; a process that ended meanwhile counts nothing. */
+function overTree(pid: number, f: (p: number) => number): number {
+  let sum = 0;
+  for (const p of processTree(pid)) {
+    try {
+      sum += f(p);
+    } catch {
+      if (p === pid) throw new Error(`process ${pid} is gone`);
+    }
+  }
+  return sum;
+}
+
+/** User + system CPU seconds the process and its descendants have used so far (/proc/<pid>/stat utime + stime). */
+export function cpuSeconds(pid: number): number {
+  return overTree(pid, (p) => {
+    const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  });
+}
+
+/** VmHWM (peak RSS) and VmRSS in bytes, summed over the process and its descendants (the peak: an upper bound). */
 export function memory(pid: number): { peakRss: number; rss: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
-  return { peakRss: kb('VmHWM'), rss: kb('VmRSS') };
+  let peakRss = 0;
+  const rss = overTree(pid, (p) => {
+    const status = readFileSync(`/proc/${p}/status`, 'utf8');
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+    peakRss += kb('VmHWM');
+    return kb('VmRSS');
+  });
+  return { peakRss, rss };
 }
 
 /** Resets VmHWM to the current RSS, so the next peak belongs to the next scenario (Linux ≥ 4.0). */
 export function resetPeakRss(pid: number): boolean {
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, '5');
-    return true;
-  } catch {
-    return false;
+  let ok = true;
+  for (const p of processTree(pid)) {
+    try {
+      writeFileSync(`/proc/${p}/clear_refs`, '5');
+    } catch {
+      ok = false;
+    }
   }
+  return ok;
 }
 
 export function openFds(pid: number): number {

@@ -89,6 +89,13 @@ export async function sendWithRetries(
     try {
       res = await client.request({ provider: target.provider, protocol: call.protocol, path, body, contentType, passHeaders: tel.upstreamHeaders(call.passHeaders), signal });
     } catch (err) {
+      if (err instanceof GatewayError && err.status < 500) {
+        // The request's own body refused itself while it was streamed up (a client error found mid-upload, a 4xx):
+        // not the upstream's failure, and not worth another attempt; the client gets it as it is.
+        tel.upstreamFailed(err);
+        health.release();
+        throw err;
+      }
       const e = upstreamError(err, target.provider.id, signal);
       tel.upstreamFailed(e);
       health.release();
