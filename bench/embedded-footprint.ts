@@ -7,36 +7,20 @@
 // Usage: node bench/embedded-footprint.ts [--starts 3] [--burst 2000] [--root DIR] [--env K=V ...]
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import { freePort, memory } from './proc.ts';
 
-/** The process and its descendants. */
-function tree(pid: number): number[] {
-  const out = [pid];
-  for (let i = 0; i < out.length; i++) {
-    try {
-      for (const task of readFileSync(`/proc/${out[i]}/task/${out[i]}/children`, 'utf8').trim().split(/\s+/)) if (task) out.push(Number(task));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
-
+/** RSS of the gateway and its children (proc.ts sums the process tree); 0 once the gateway is gone. */
 function treeRss(pid: number): number {
-  let sum = 0;
-  for (const p of tree(pid)) {
-    try {
-      sum += memory(p).rss;
-    } catch {
-      // gone meanwhile
-    }
+  try {
+    return memory(pid).rss;
+  } catch {
+    return 0;
   }
-  return sum;
 }
 import { benchConfig, GATEWAY_NODE_OPTIONS, startUpstream } from './targets.ts';
 
