@@ -87,7 +87,7 @@ FROM (
   if (rebuild) {
     await store.transaction(async (q) => {
       await q.query(`SET LOCAL maintenance_work_mem = '512MB'`);
-      await q.query('ALTER TABLE usage_events ADD CONSTRAINT usage_events_pkey PRIMARY KEY (request_id)');
+      await q.query('ALTER TABLE usage_events ADD CONSTRAINT usage_events_pkey PRIMARY KEY (request_id, occurred_at)');
     });
     await store.transaction(async (q) => {
       await q.query(`SET LOCAL maintenance_work_mem = '512MB'`);
