@@ -3,7 +3,7 @@
 // then the CEL x-kubernetes-validations (evaluated by @bufbuild/cel through the same rule compiler the CRD tests
 // use). Messages follow the server's field-error shape: `<path>: <Invalid value|Required value|...>: <detail>`.
 import { isCelError, type CelInput } from '@bufbuild/cel';
-import { compileRule } from '../support/crd-validator.ts';
+import { compileRule, toCel } from '../support/crd-validator.ts';
 
 export interface SchemaNode {
   type?: string;
@@ -159,21 +159,6 @@ export function validateSchema(value: unknown, schema: SchemaNode, path: string,
   }
 }
 
-/** The value `self` is bound to: integers as int (bigint), null-valued fields absent, as the server binds them. */
-function toCel(value: unknown, schema: SchemaNode): CelInput {
-  if (value === null || value === undefined) return null;
-  if (schema.type === 'integer' && typeof value === 'number') return BigInt(value);
-  if (Array.isArray(value)) return value.map((v) => toCel(v, schema.items ?? {}));
-  if (isObj(value)) {
-    const out: Record<string, CelInput> = {};
-    for (const [k, v] of Object.entries(value)) {
-      if (v === null || v === undefined) continue;
-      out[k] = toCel(v, schema.properties?.[k] ?? (isObj(schema.additionalProperties) ? schema.additionalProperties : {}));
-    }
-    return out as CelInput;
-  }
-  return value as CelInput;
-}
 
 /** Every x-kubernetes-validations rule under schema; transition rules (oldSelf) only where an old value correlates. */
 export function validateCel(value: unknown, old: unknown, schema: SchemaNode, path: string, causes: FieldCause[]): void {

@@ -59,14 +59,23 @@ export function compileRule(rule: string): Program {
 }
 
 /** The value `self` is bound to: ints as bigint, nulls dropped (the API server treats them as absent). */
-function toCel(value: unknown, schema: SchemaNode): CelInput {
+/** What CEL binding needs of a structural schema (both this validator's and the fake API server's nodes fit). */
+interface CelSchema {
+  type?: string;
+  properties?: Record<string, CelSchema>;
+  additionalProperties?: CelSchema | boolean;
+  items?: CelSchema;
+}
+
+/** A JSON value as CEL sees it under `schema` (integers as BigInt, nulls dropped); also used by the fake API server. */
+export function toCel(value: unknown, schema: CelSchema): CelInput {
   if (value === null || value === undefined) return null;
-  if (schema.type === 'integer') return BigInt(value as number);
+  if (schema.type === 'integer' && typeof value === 'number') return BigInt(value);
   if (Array.isArray(value)) return value.map((v) => toCel(v, schema.items ?? {}));
   if (typeof value === 'object') {
     const out: Record<string, CelInput> = {};
     for (const [k, v] of Object.entries(value)) {
-      if (v === null) continue;
+      if (v === null || v === undefined) continue;
       const child = schema.properties?.[k] ?? (typeof schema.additionalProperties === 'object' ? schema.additionalProperties : {});
       out[k] = toCel(v, child);
     }
