@@ -126,7 +126,7 @@ describe('incremental compile', () => {
 describe('routing policy', () => {
   it('Provider and Model spec.routing compile into the snapshot; a fallback naming no model marks the Model invalid', () => {
     const world = (fallback: string): World => ({
-      providers: [{ metadata: meta('p1'), spec: { baseUrl: 'http://127.0.0.1:1/v1', protocols: ['openai', 'anthropic'], maxResponseBytes: 1024, routing: { maxAttempts: 4, ejectAfter: 2 } } }],
+      providers: [{ metadata: meta('p1'), spec: { baseUrl: 'http://127.0.0.1:1/v1', protocols: ['openai', 'anthropic'], maxResponseBytes: 1024, routing: { maxAttempts: 4, ejectAfter: 2, ejectFailurePercent: 30, ejectMinRequests: 40, ejectWindowMs: 5000 } } }],
       pricingGroups: [{ metadata: meta('g1'), spec: { mode: 'flat_tokens', prices: { input: '1', output: '2' } } }],
       models: [
         { metadata: meta('m1'), spec: { id: 'vendor/claude', pricingGroupRef: { name: 'g1' }, upstreams: [{ protocol: 'anthropic', providerRef: { name: 'p1' }, model: 'claude' }], routing: { maxAttempts: 2, fallbacks: [fallback] } } },
@@ -138,7 +138,7 @@ describe('routing policy', () => {
       secret: () => undefined,
     });
     const ok = new Compiler().compile(world('vendor/gpt'), Date.now());
-    expect(ok.base.providers[0]).toMatchObject({ maxResponseBytes: 1024, routing: { maxAttempts: 4, ejectAfter: 2 } });
+    expect(ok.base.providers[0]).toMatchObject({ maxResponseBytes: 1024, routing: { maxAttempts: 4, ejectAfter: 2, ejectFailurePercent: 30, ejectMinRequests: 40, ejectWindowMs: 5000 } });
     expect(ok.base.models.find((m) => m.id === 'vendor/claude')?.routing).toEqual({ maxAttempts: 2, fallbacks: ['vendor/gpt'] });
     const bad = new Compiler().compile(world('vendor/none'), Date.now());
     expect(bad.verdicts.get('Model/m1')).toMatchObject({ included: false, message: expect.stringMatching(/unknown model "vendor\/none"/) });

@@ -114,7 +114,7 @@ export async function sendWithRetries(
     tel.upstreamAnswered(status);
     const outcome = statusOutcome(status);
     if (outcome === 'success' || outcome === 'client_error') {
-      health.succeeded(outcome);
+      health.succeeded(outcome, Date.now(), policy);
       return res;
     }
     health.failed(outcome, Date.now(), policy);

@@ -1,10 +1,70 @@
-// Outlier ejection per upstream target (provider base URL + upstream model): consecutive failures eject it for a
-// cooldown that doubles on every repeat; once the cooldown is over one request probes it (half-open) and its
-// outcome closes the circuit again or ejects it for longer. State lives per process and survives snapshot reloads.
+// Outlier ejection per upstream target (provider base URL + upstream model): consecutive failures, or a failure
+// ratio over a sliding window, eject it for a cooldown that doubles on every repeat; once the cooldown is over one
+// request probes it (half-open) and its outcome closes the circuit again or ejects it for longer. State lives per
+// process and survives snapshot reloads.
 import type { UpstreamTarget } from '../snapshot/runtime.ts';
 import type { RoutingPolicy } from './policy.ts';
 
 export type TargetState = 'healthy' | 'ejected' | 'half_open';
+/** What ejected a target last: a run of failures, or too high a share of failures in the window. */
+export type EjectCause = 'consecutive' | 'ratio';
+
+/** Buckets in the failure-ratio window: the window slides in steps of ejectWindowMs / BUCKETS. */
+const BUCKETS = 10;
+
+/**
+ * Attempts and failures over the last `windowMs`, in a fixed ring of buckets: recording an outcome touches two
+ * counters (and zeroes the buckets that slid out since the last one), so the hot path allocates nothing.
+ */
+export class FailureWindow {
+  private readonly total = new Uint32Array(BUCKETS);
+  private readonly failed = new Uint32Array(BUCKETS);
+  private bucketMs = 0;
+  /** Index (time / bucketMs) of the newest bucket written. */
+  private head = 0;
+  requests = 0;
+  failures = 0;
+
+  /** Counts one outcome at `now`; returns whether the share of failures reaches `percent` over at least `min` requests. */
+  record(now: number, failure: boolean, windowMs: number, percent: number, min: number): boolean {
+    const bucketMs = Math.max(1, Math.ceil(windowMs / BUCKETS));
+    if (bucketMs !== this.bucketMs) {
+      // Another window length (a reload changed the policy): start over rather than mix bucket sizes.
+      this.clear();
+      this.bucketMs = bucketMs;
+    }
+    const idx = Math.floor(now / bucketMs);
+    if (idx > this.head) {
+      // Buckets that slid out of the window since the last outcome are emptied (all of them after a long pause).
+      const gone = Math.min(BUCKETS, idx - this.head);
+      for (let i = 1; i <= gone; i++) {
+        const b = (this.head + i) % BUCKETS;
+        this.requests -= this.total[b];
+        this.failures -= this.failed[b];
+        this.total[b] = 0;
+        this.failed[b] = 0;
+      }
+      this.head = idx;
+    }
+    // An outcome stamped before the head (a slow request finishing after a fast one) lands in the head bucket.
+    const b = this.head % BUCKETS;
+    this.total[b]++;
+    this.requests++;
+    if (failure) {
+      this.failed[b]++;
+      this.failures++;
+    }
+    return failure && percent > 0 && this.requests >= min && this.failures * 100 >= percent * this.requests;
+  }
+
+  clear(): void {
+    this.total.fill(0);
+    this.failed.fill(0);
+    this.requests = 0;
+    this.failures = 0;
+    this.head = 0;
+  }
+}
 
 /** How one attempt ended, as counted in metrics and /upstreams. */
 export type AttemptOutcome = 'success' | 'client_error' | 'rate_limited' | 'server_error' | 'transport_error' | 'timeout';
@@ -22,6 +82,9 @@ export class TargetHealth {
   /** A half-open target lets exactly one request through. */
   private probing = false;
   inFlight = 0;
+  /** Outcomes seen while healthy, for the failure-ratio detector. */
+  readonly window = new FailureWindow();
+  lastEjectCause: EjectCause | undefined;
   // Totals since the process started (monotonic counters for metrics).
   readonly attempts: Record<AttemptOutcome, number> = { success: 0, client_error: 0, rate_limited: 0, server_error: 0, transport_error: 0, timeout: 0 };
   retries = 0;
@@ -61,23 +124,30 @@ export class TargetHealth {
   }
 
   /** An answer that says the target works (2xx/3xx, or a 4xx about the request itself). */
-  succeeded(outcome: 'success' | 'client_error'): void {
+  succeeded(outcome: 'success' | 'client_error', now: number, policy: RoutingPolicy): void {
     this.attempts[outcome]++;
     this.consecutiveFailures = 0;
     if (this.state !== 'healthy') {
       this.state = 'healthy';
       this.streak = 0;
       this.probing = false;
-    }
+    } else if (policy.ejectFailurePercent > 0) this.window.record(now, false, policy.ejectWindowMs, policy.ejectFailurePercent, policy.ejectMinRequests);
   }
 
   failed(outcome: Exclude<AttemptOutcome, 'success' | 'client_error'>, now: number, policy: RoutingPolicy): void {
     this.attempts[outcome]++;
     this.consecutiveFailures++;
-    if (this.state === 'half_open' || (this.state === 'healthy' && this.consecutiveFailures >= policy.ejectAfter)) this.eject(now, policy);
+    if (this.state === 'half_open') this.eject(now, policy, this.lastEjectCause ?? 'consecutive');
+    else if (this.state !== 'healthy') return; // an attempt sent before the ejection, answering late
+    else if (this.consecutiveFailures >= policy.ejectAfter) this.eject(now, policy, 'consecutive');
+    else if (policy.ejectFailurePercent > 0 && this.window.record(now, true, policy.ejectWindowMs, policy.ejectFailurePercent, policy.ejectMinRequests)) this.eject(now, policy, 'ratio');
   }
 
-  private eject(now: number, policy: RoutingPolicy): void {
+  private eject(now: number, policy: RoutingPolicy, cause: EjectCause): void {
+    // The window starts empty after an ejection: failures that ejected the target once do not eject it again
+    // the moment its probe succeeds.
+    this.window.clear();
+    this.lastEjectCause = cause;
     this.streak++;
     this.ejections++;
     const cooldown = Math.min(policy.ejectMaxMs, policy.ejectBaseMs * 2 ** (this.streak - 1));
@@ -93,6 +163,8 @@ export class TargetHealth {
       state: this.state === 'ejected' && now >= this.ejectedUntil ? 'half_open' : this.state,
       healthy: this.state === 'healthy',
       consecutiveFailures: this.consecutiveFailures,
+      window: { requests: this.window.requests, failures: this.window.failures },
+      lastEjectCause: this.lastEjectCause ?? null,
       ejectedUntil: this.state === 'ejected' ? new Date(this.ejectedUntil).toISOString() : null,
       inFlight: this.inFlight,
       attempts: { ...this.attempts },
@@ -108,6 +180,9 @@ export interface UpstreamView {
   state: TargetState;
   healthy: boolean;
   consecutiveFailures: number;
+  /** Outcomes in the failure-ratio window (while healthy). */
+  window: { requests: number; failures: number };
+  lastEjectCause: EjectCause | null;
   ejectedUntil: string | null;
   inFlight: number;
   attempts: Record<AttemptOutcome, number>;

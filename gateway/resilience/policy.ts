@@ -12,6 +12,12 @@ export interface RoutingPolicy {
   retryAfterCapMs: number;
   /** Consecutive failures that eject a target. */
   ejectAfter: number;
+  /** Failure-ratio ejection: at least this share (in %) of the attempts in the window failed; 0 = off. */
+  ejectFailurePercent: number;
+  /** ...over at least this many attempts... */
+  ejectMinRequests: number;
+  /** ...in a sliding window this long. */
+  ejectWindowMs: number;
   /** First ejection's cooldown; each repeat doubles it up to ejectMaxMs. */
   ejectBaseMs: number;
   ejectMaxMs: number;
@@ -27,6 +33,9 @@ export const DEFAULT_POLICY: RoutingPolicy = Object.freeze({
   backoffMaxMs: 2_000,
   retryAfterCapMs: 10_000,
   ejectAfter: 5,
+  ejectFailurePercent: 50,
+  ejectMinRequests: 20,
+  ejectWindowMs: 10_000,
   ejectBaseMs: 5_000,
   ejectMaxMs: 300_000,
   maxConcurrency: 0,

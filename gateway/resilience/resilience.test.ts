@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { backoffMs, retryAfterMs } from './backoff.ts';
-import { TargetHealth } from './health.ts';
+import { FailureWindow, TargetHealth } from './health.ts';
 import { compilePolicy, DEFAULT_POLICY } from './policy.ts';
 
 describe('backoff', () => {
@@ -30,13 +30,13 @@ describe('policy', () => {
 });
 
 describe('target health', () => {
-  const policy = { ...DEFAULT_POLICY, ejectAfter: 2, ejectBaseMs: 1000, ejectMaxMs: 3000 };
+  const policy = { ...DEFAULT_POLICY, ejectAfter: 2, ejectBaseMs: 1000, ejectMaxMs: 3000, ejectFailurePercent: 0 };
 
   it('ejects after consecutive failures, probes once half-open, doubles the cooldown up to the cap, recovers', () => {
     const h = new TargetHealth('k', 'p', 'm');
     h.failed('server_error', 0, policy);
     expect(h.state).toBe('healthy');
-    h.succeeded('success');
+    h.succeeded('success', 0, policy);
     h.failed('server_error', 0, policy);
     expect(h.state).toBe('healthy'); // a success in between reset the count
     h.failed('timeout', 0, policy);
@@ -57,7 +57,7 @@ describe('target health', () => {
     expect(h.ejectedUntil).toBe(6000); // capped at ejectMaxMs
     expect(h.available(6000, policy)).toBe(true);
     h.begin();
-    h.succeeded('success');
+    h.succeeded('success', 0, policy);
     h.release();
     expect(h.state).toBe('healthy');
     expect(h.ejections).toBe(3);
@@ -70,7 +70,7 @@ describe('target health', () => {
   it('a client error proves the target alive', () => {
     const h = new TargetHealth('k', 'p', 'm');
     h.failed('server_error', 0, policy);
-    h.succeeded('client_error');
+    h.succeeded('client_error', 0, policy);
     h.failed('server_error', 0, policy);
     expect(h.state).toBe('healthy');
   });
@@ -84,5 +84,106 @@ describe('target health', () => {
     expect(h.saturated(limited)).toBe(true);
     h.release();
     expect(h.available(0, limited)).toBe(true);
+  });
+});
+
+describe('failure-ratio ejection (fake clock)', () => {
+  // Consecutive ejection out of the way: only the ratio can eject here.
+  const policy = { ...DEFAULT_POLICY, ejectAfter: 1_000, ejectFailurePercent: 50, ejectMinRequests: 20, ejectWindowMs: 10_000, ejectBaseMs: 1000, ejectMaxMs: 8000 };
+
+  /** Alternating success/failure, one every `stepMs` from `t0`: never two failures in a row. */
+  function alternate(h: TargetHealth, n: number, t0: number, stepMs: number, p = policy): number {
+    let t = t0;
+    for (let i = 0; i < n; i++, t += stepMs) {
+      if (i % 2 === 0) h.succeeded('success', t, p);
+      else h.failed('server_error', t, p);
+    }
+    return t;
+  }
+
+  it('ejects at 50 % failures once the window holds 20 attempts, never before', () => {
+    const h = new TargetHealth('k', 'p', 'm');
+    alternate(h, 19, 0, 100);
+    expect(h.state).toBe('healthy');
+    expect(h.view(0).window).toEqual({ requests: 19, failures: 9 });
+    h.failed('server_error', 1900, policy); // 20 attempts, 10 failed
+    expect(h.state).toBe('ejected');
+    expect(h.lastEjectCause).toBe('ratio');
+    expect(h.ejectedUntil).toBe(2900);
+    expect(h.view(2000).window).toEqual({ requests: 0, failures: 0 }); // cleared on ejection
+  });
+
+  it('a lower share of failures never ejects, however long it goes on', () => {
+    const h = new TargetHealth('k', 'p', 'm');
+    let t = 0;
+    for (let i = 0; i < 10_000; i++, t += 7) {
+      if (i % 3 === 2) h.failed('rate_limited', t, policy);
+      else h.succeeded('success', t, policy);
+    }
+    expect(h.state).toBe('healthy');
+    expect(h.ejections).toBe(0);
+  });
+
+  it('failures that slid out of the window no longer count', () => {
+    const h = new TargetHealth('k', 'p', 'm');
+    // 10 failures among 20 attempts in 600 ms eject...
+    alternate(h, 20, 0, 30);
+    expect(h.state).toBe('ejected');
+    const h2 = new TargetHealth('k', 'p', 'm');
+    // ...but spread so that at most 19 attempts are ever inside a 10 s window: never ejected.
+    alternate(h2, 200, 0, 600);
+    expect(h2.state).toBe('healthy');
+    expect(h2.window.requests).toBeLessThan(20);
+    // After a pause longer than the window, the window is empty again.
+    h2.succeeded('success', 1_000_000, policy);
+    expect(h2.view(1_000_000).window).toEqual({ requests: 1, failures: 0 });
+  });
+
+  it('the same half-open probe and cooldown growth as consecutive ejection', () => {
+    const h = new TargetHealth('k', 'p', 'm');
+    let t = alternate(h, 20, 0, 10);
+    expect(h.state).toBe('ejected');
+    expect(h.ejectedUntil - (t - 10)).toBe(1000);
+    t = h.ejectedUntil;
+    expect(h.available(t, policy)).toBe(true);
+    h.begin();
+    expect(h.available(t, policy)).toBe(false); // one probe only
+    h.failed('server_error', t, policy);
+    h.release();
+    expect(h.state).toBe('ejected');
+    expect(h.lastEjectCause).toBe('ratio');
+    expect(h.ejectedUntil - t).toBe(2000); // doubled
+    t = h.ejectedUntil;
+    expect(h.available(t, policy)).toBe(true);
+    h.begin();
+    h.succeeded('success', t, policy);
+    h.release();
+    expect(h.state).toBe('healthy');
+    // Recovered with an empty window: the failures from before do not eject it again.
+    alternate(h, 19, t, 1);
+    expect(h.state).toBe('healthy');
+    expect(h.ejections).toBe(2);
+  });
+
+  it('off with ejectFailurePercent 0; a late answer from before an ejection is not counted', () => {
+    const off = { ...policy, ejectFailurePercent: 0 };
+    const h = new TargetHealth('k', 'p', 'm');
+    alternate(h, 1000, 0, 1, off);
+    expect(h.state).toBe('healthy');
+    const h2 = new TargetHealth('k', 'p', 'm');
+    alternate(h2, 20, 0, 1);
+    expect(h2.state).toBe('ejected');
+    const until = h2.ejectedUntil;
+    h2.failed('server_error', 25, policy);
+    expect(h2.ejectedUntil).toBe(until);
+    expect(h2.ejections).toBe(1);
+  });
+
+  it('the window ring allocates nothing per outcome and changes bucket size with the policy', () => {
+    const w = new FailureWindow();
+    for (let i = 0; i < 5; i++) w.record(i * 1000, true, 10_000, 50, 100);
+    expect([w.requests, w.failures]).toEqual([5, 5]);
+    w.record(5000, false, 20_000, 50, 100); // another window length: starts over
+    expect([w.requests, w.failures]).toEqual([1, 0]);
   });
 });

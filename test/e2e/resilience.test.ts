@@ -35,6 +35,7 @@ function resilienceWorld(c: SnapshotInput): SnapshotInput {
       { id: 'r/retry', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-retry' }] }, routing: { ...fast, ejectAfter: 100 } },
       { id: 'r/cap', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-cap' }] }, routing: { ...fast, retryAfterCapMs: 500, ejectAfter: 100 } },
       { id: 'r/eject', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-eject' }] }, routing: { maxAttempts: 1, ejectAfter: 3, ejectBaseMs: 1500, ejectMaxMs: 60_000 } },
+      { id: 'r/ratio', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-ratio' }] }, routing: { maxAttempts: 1, ejectAfter: 100, ejectFailurePercent: 50, ejectMinRequests: 10, ejectWindowMs: 60_000, ejectBaseMs: 1500 } },
       { id: 'r/two', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-two-a', weight: 1000 }, { provider: 'flaky', model: 'gpt-two-b', weight: 1 }] }, routing: { ...fast, maxAttempts: 2, ejectAfter: 1, ejectBaseMs: 60_000 } },
       { id: 'r/claude-down', pricingGroup: 'mini', protocols: { anthropic: [{ provider: 'dead-r', model: 'claude-x' }] }, routing: { ...fast, maxAttempts: 2, fallbacks: ['r/gpt-fallback'] } },
       { id: 'r/chat-primary', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-primary' }] }, routing: { maxAttempts: 1, ejectAfter: 100, fallbacks: ['r/gpt-fallback'] } },
@@ -187,6 +188,33 @@ describe('outlier ejection', () => {
     expect((await chat('r/eject')).status).toBe(200);
     expect(await upstreamState('gpt-eject')).toMatchObject({ state: 'healthy', healthy: true });
     expect((await chat('r/eject')).status).toBe(200);
+  });
+
+  it('a failure ratio ejects a target that never fails twice in a row; the probe recovers it with an empty window', async () => {
+    // Every other request fails: consecutive ejection (ejectAfter 100) never triggers, the 50 % ratio does at 10.
+    for (let i = 0; i < 9; i++) {
+      if (i % 2 === 1) failNext(t.upstream, 1, 503, { path: '/chat/completions' });
+      expect((await chat('r/ratio')).status).toBe(i % 2 === 1 ? 503 : 200);
+    }
+    expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'healthy', consecutiveFailures: 0, window: { requests: 9, failures: 4 } });
+    failNext(t.upstream, 1, 500, { path: '/chat/completions' });
+    expect((await chat('r/ratio')).status).toBe(500);
+    expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'ejected', ejections: 1, lastEjectCause: 'ratio', consecutiveFailures: 1 });
+
+    const sent = sentTo('gpt-ratio');
+    const shed = await chat('r/ratio');
+    expect(shed.status).toBe(503);
+    expect((await readJson(shed)).error).toMatchObject({ code: 'upstream_unavailable' });
+    expect(sentTo('gpt-ratio')).toBe(sent);
+
+    await sleep(1600);
+    expect((await chat('r/ratio')).status).toBe(200);
+    expect(sentTo('gpt-ratio')).toBe(sent + 1);
+    expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'healthy', window: { requests: 0, failures: 0 } });
+    // The failures from before the ejection are gone: one more failure does not eject it again.
+    failNext(t.upstream, 1, 503, { path: '/chat/completions' });
+    expect((await chat('r/ratio')).status).toBe(503);
+    expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'healthy', window: { requests: 1, failures: 1 } });
   });
 
   it('exposes per-upstream metrics', async () => {

@@ -38,7 +38,7 @@ export function testConfig(upstreamUrl: string, keys: Record<string, ReturnType<
   const key = (id: string, org: string, project: string, extra: Record<string, unknown> = {}) => ({ id, hash: keys[id].hash, prefix: keys[id].prefix, organization: org, project, ...extra });
   // One attempt and no ejection in this shared world: a failure a test scripts (or a dead provider it calls) is
   // what that test sees, whatever ran before it. test/e2e/resilience.test.ts covers retries and ejection.
-  const routing = { maxAttempts: 1, ejectAfter: 1_000_000 };
+  const routing = { maxAttempts: 1, ejectAfter: 1_000_000, ejectFailurePercent: 0 };
   return {
     providers: [
       { id: 'fake-openai', baseUrl: `${upstreamUrl}/v1`, apiKey: { value: PROVIDER_SECRET }, timeouts: { connectMs: 2000, firstByteMs: 3000, idleMs: 3000, totalMs: 10000 }, routing },
