@@ -21,6 +21,7 @@ import { bufferedAccessLogger } from './telemetry/access-log.ts';
 import { startAdminServer } from './telemetry/admin-server.ts';
 import { observeUpstreams } from './resilience/metrics.ts';
 import { defaultRegistry } from './resilience/registry.ts';
+import type { HealthRegistry } from './resilience/health.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
 import type { Telemetry, TelemetryOptions } from './telemetry/telemetry.ts';
 import type { KubeSource, KubeSourceOptions } from './snapshot/kube-source.ts';
@@ -67,6 +68,8 @@ export interface GatewayOptions {
   leaseGraceMs?: number;
   /** OTEL_* environment and, for tests, an injected span exporter. */
   telemetry?: Pick<TelemetryOptions, 'env' | 'spanExporter'>;
+  /** Upstream target health (default: the process-wide registry); tests running several pods in one process give each its own. */
+  health?: HealthRegistry;
 }
 
 export interface RunningGateway {
@@ -131,7 +134,8 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   });
   telemetry.observeLedger(ledger);
   telemetry.observeSnapshot(holder);
-  observeUpstreams(telemetry.meter, defaultRegistry);
+  const health = opts.health ?? defaultRegistry;
+  observeUpstreams(telemetry.meter, health);
   const upstream = new UpstreamClient();
   const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, redisTimeoutMs: opts.redisTimeoutMs, leaseGraceMs: opts.leaseGraceMs, log, store, holder, meter: telemetry.meter });
   const draining = { value: false };
@@ -140,6 +144,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     draining,
     relay: {
       upstream,
+      health,
       credentials: function* () {
         for (const p of holder.current?.providers.values() ?? []) yield p.credential;
       },
@@ -164,7 +169,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (opts.kubernetes) {
       // Loaded only in cluster mode so standalone start-up never pays for the Kubernetes client.
       const { startKubeSource } = await import('./snapshot/kube-source.ts');
-      watcher = kube = startKubeSource({ ...opts.kubernetes, holder, log: app.log });
+      watcher = kube = startKubeSource({ ejected: () => health.ejected(), ...opts.kubernetes, holder, log: app.log });
     } else {
       if (!opts.configPath) throw new Error('a config file or cluster mode is required');
       watcher = watchSnapshotFile(opts.configPath, holder, app.log);
@@ -189,7 +194,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await telemetry.shutdown();
     throw listenError(err, host, port);
   }
-  const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log, upstreams: () => defaultRegistry.view(holder.current?.generation) });
+  const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log, upstreams: () => health.view(holder.current?.generation) });
   let closing: Promise<void> | undefined;
   const close = (drainMs?: number): Promise<void> =>
     (closing ??= (async () => {

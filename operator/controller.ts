@@ -20,7 +20,9 @@ import type { WriteResult, WriterOptions } from './snapshot-writer.ts';
 import { SnapshotWriter } from './snapshot-writer.ts';
 import { WorkQueue } from './work-queue.ts';
 import { desiredStatus, livePods, sameStatus, statusKey } from './status.ts';
-import { appliedAtGeneration, expiryDelay, finalizersToAdd, finalizersToRelease, invalidCounts, isMistake, statusExtra, statusInputs } from './reconcile.ts';
+import { aggregateEjections, appliedAtGeneration, expiryDelay, finalizersToAdd, finalizersToRelease, holdCondition, invalidCounts, isMistake, statusExtra, statusInputs, upstreamsCondition } from './reconcile.ts';
+import type { Ejection } from './reconcile.ts';
+import type { Condition } from './kinds.ts';
 import type { OperatorMetrics } from './metrics.ts';
 
 export interface ControllerOptions {
@@ -42,6 +44,8 @@ export interface ControllerOptions {
   metrics?: OperatorMetrics;
   /** Coalesces bursts of events into one pass. */
   debounceMs?: number;
+  /** Condition UpstreamsHealthy changes at most this often per Provider / Model (default 30 s). */
+  upstreamsConditionEveryMs?: number;
 }
 
 export interface ControllerStats {
@@ -70,6 +74,11 @@ export class Controller {
   /** Resources whose Applied condition still depends on which pods serve what. */
   private readonly podDependent = new Set<string>();
   private lastPodsKey = '';
+  /** What the pods reported ejected at the last pass, and when each object's UpstreamsHealthy last changed. */
+  private lastEjectKey = '';
+  private readonly upstreamsChangedAt = new Map<string, number>();
+  private holdTimer: NodeJS.Timeout | undefined;
+  private holdUntil = 0;
   readonly informers: Record<Kind, Informer<Resource>>;
   readonly secrets: Informer<SecretObject>;
   readonly leases: Informer<V1Lease>;
@@ -185,6 +194,8 @@ export class Controller {
     this.settled.clear();
     this.podDependent.clear();
     this.lastPodsKey = '';
+    this.lastEjectKey = '';
+    this.upstreamsChangedAt.clear();
     this.dirty = { full: true, keys: new Set(), refs: new Set() };
     this.schedule(0);
   }
@@ -194,6 +205,8 @@ export class Controller {
     this.statuses.clear();
     this.writes.clear();
     clearTimeout(this.expiryTimer);
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
   }
 
   async stop(): Promise<void> {
@@ -204,6 +217,8 @@ export class Controller {
     clearTimeout(this.timer);
     clearInterval(this.resync);
     clearTimeout(this.expiryTimer);
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
     for (const i of Object.values(this.informers)) i.stop();
     this.secrets.stop();
     this.leases.stop();
@@ -322,6 +337,11 @@ export class Controller {
     const podsKey = pods.map((p) => `${p.name}=${p.generation}`).sort().join(',');
     if (refs && podsKey !== this.lastPodsKey) for (const ref of this.podDependent) refs.add(ref);
     this.lastPodsKey = podsKey;
+    // Ejected targets the pods report: a change looks at every Provider and Model (a few hundred at most).
+    const ejections = aggregateEjections(pods);
+    const ejectKey = `${pods.length > 0}|${ejections.length > 0 ? pods.length : ''}|${JSON.stringify(ejections)}`;
+    if (refs && ejectKey !== this.lastEjectKey) for (const kind of ['Provider', 'Model'] as const) for (const r of this.informers[kind].list()) refs.add(refOf(kind, r.metadata.name));
+    this.lastEjectKey = ejectKey;
     if (this.settled.size > 2 * KIND_NAMES.reduce((n, k) => n + this.informers[k].size, 0) + 1000) this.settled.clear();
     const stamp = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
     const todo: [Kind, Resource][] = [];
@@ -351,9 +371,10 @@ export class Controller {
       if (applied) this.podDependent.delete(ref);
       else this.podDependent.add(ref);
       const keySecret = kind === 'ApiKey' ? this.secrets.get(keySecretName(r.metadata.name)) : undefined;
-      const inputs = statusInputs(r, v, applied, this.writer.includedSince.get(ref), podsKey, keySecret);
+      const upstreams = kind === 'Provider' || kind === 'Model' ? this.upstreamsHealthy(kind, r, ref, ejections, pods, now) : undefined;
+      const inputs = statusInputs(r, v, applied, this.writer.includedSince.get(ref), podsKey, keySecret) + (upstreams ? `|${upstreams.condition.status}|${upstreams.condition.message}` : '');
       if (this.settled.get(ref) === inputs) continue;
-      const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, statusExtra(kind, r, v, keySecret), stamp);
+      const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, statusExtra(kind, r, v, keySecret), stamp, upstreams ? [upstreams.condition] : []);
       if (sameStatus(r.status, desired)) {
         this.sentStatus.delete(ref);
         this.settled.set(ref, inputs);
@@ -364,8 +385,32 @@ export class Controller {
       const key = statusKey(desired);
       if (this.sentStatus.get(ref) === key) continue;
       this.sentStatus.set(ref, key);
+      if (upstreams?.changed) this.upstreamsChangedAt.set(ref, now);
       this.queueStatus(kind, r.metadata.name, desired);
     }
+  }
+
+  /**
+   * UpstreamsHealthy for a Provider or Model, rate-limited per object: a change held back brings a pass (for that
+   * object) once its interval is over.
+   */
+  private upstreamsHealthy(kind: 'Provider' | 'Model', r: Resource, ref: string, ejections: Ejection[], pods: ReturnType<typeof livePods>, now: number): { condition: Omit<Condition, 'lastTransitionTime'>; changed: boolean } {
+    const current = r.status?.conditions?.find((c) => c.type === 'UpstreamsHealthy');
+    const held = holdCondition(upstreamsCondition(kind, r, ejections, pods), current, this.upstreamsChangedAt.get(ref), now, this.o.upstreamsConditionEveryMs ?? 30_000);
+    if (held.retryInMs !== undefined) {
+      this.dirty.refs.add(ref);
+      const at = now + held.retryInMs + 5;
+      if (!this.holdTimer || at < this.holdUntil) {
+        clearTimeout(this.holdTimer);
+        this.holdUntil = at;
+        this.holdTimer = setTimeout(() => {
+          this.holdTimer = undefined;
+          this.schedule(0);
+        }, held.retryInMs + 5);
+        this.holdTimer.unref();
+      }
+    }
+    return held;
   }
 
   private queueStatus(kind: Kind, name: string, status: Record<string, unknown>): void {

@@ -3,7 +3,8 @@
 // status fields a resource gets, and when a resource's status is known current without recomputing it. Pure:
 // no API calls, no timers.
 import type { Compiled, Verdict } from './compile.ts';
-import type { ApiKeySpec, Kind, Resource, SecretObject } from './kinds.ts';
+import type { ApiKeySpec, Condition, Kind, ModelSpec, Resource, SecretObject } from './kinds.ts';
+import type { GatewayPod } from './status.ts';
 import { FINALIZER, KIND_NAMES, keySecretName } from './kinds.ts';
 
 /** Reasons that are states, not mistakes: no Warning Event, not counted as invalid. */
@@ -76,4 +77,76 @@ export function statusInputs(r: Resource, v: Verdict | undefined, applied: boole
 /** Milliseconds until the next key expiry needs a pass, if any. */
 export function expiryDelay(c: Compiled, now: number): number | undefined {
   return c.nextExpiry === undefined ? undefined : Math.min(2 ** 31 - 1, Math.max(0, c.nextExpiry - now + 5));
+}
+
+// ---- Condition UpstreamsHealthy: the upstream targets gateway pods report ejected, on their Provider and Model.
+
+/** One upstream target some pods have out of rotation. */
+export interface Ejection {
+  provider: string;
+  model: string;
+  /** Pods that report it, sorted; `halfOpen` those of them only waiting for a probe. */
+  pods: string[];
+  halfOpen: number;
+}
+
+/** The targets the live pods report ejected, merged across pods, in a stable order. */
+export function aggregateEjections(pods: GatewayPod[]): Ejection[] {
+  const by = new Map<string, Ejection>();
+  for (const p of pods) {
+    for (const t of p.ejected.targets) {
+      const k = `${t.provider}\u0000${t.model}`;
+      let e = by.get(k);
+      if (!e) by.set(k, (e = { provider: t.provider, model: t.model, pods: [], halfOpen: 0 }));
+      e.pods.push(p.name);
+      if (t.state === 'half_open') e.halfOpen++;
+    }
+  }
+  const out = [...by.values()];
+  for (const e of out) e.pods.sort();
+  return out.sort((a, b) => (a.provider === b.provider ? (a.model < b.model ? -1 : 1) : a.provider < b.provider ? -1 : 1));
+}
+
+/** The message lists this many targets and pods per target; the rest are counted. */
+const LISTED_TARGETS = 8;
+const LISTED_PODS = 5;
+
+/** The targets of `r` (a Provider: its own; a Model: its upstreams') that pods report ejected. */
+export function ejectionsOf(kind: Kind, r: Resource, all: Ejection[]): Ejection[] {
+  if (kind === 'Provider') return all.filter((e) => e.provider === r.metadata.name);
+  const ups = (r.spec as ModelSpec | undefined)?.upstreams ?? [];
+  return all.filter((e) => ups.some((u) => u.providerRef?.name === e.provider && u.model === e.model));
+}
+
+/**
+ * UpstreamsHealthy on a Provider or Model: False (TargetsEjected) while any live gateway pod has one of its
+ * targets out of rotation, naming them and the pods; True when the pods report none; Unknown with no pods.
+ */
+export function upstreamsCondition(kind: Kind, r: Resource, all: Ejection[], pods: GatewayPod[]): Omit<Condition, 'lastTransitionTime'> {
+  const base = { type: 'UpstreamsHealthy', observedGeneration: r.metadata.generation ?? 0 };
+  if (pods.length === 0) return { ...base, status: 'Unknown', reason: 'NoGatewayPods', message: 'no gateway pod reports upstream health' };
+  const mine = ejectionsOf(kind, r, all);
+  if (mine.length === 0) return { ...base, status: 'True', reason: 'NoTargetsEjected', message: `no ejected upstream target on ${pods.length} pods` };
+  const parts = mine.slice(0, LISTED_TARGETS).map((e) => {
+    const names = e.pods.slice(0, LISTED_PODS).join(', ') + (e.pods.length > LISTED_PODS ? ` and ${e.pods.length - LISTED_PODS} more` : '');
+    const how = e.halfOpen === e.pods.length ? ' (half-open, awaiting a probe)' : '';
+    return `${e.provider}/${e.model}${how} on ${e.pods.length}/${pods.length} pods (${names})`;
+  });
+  if (mine.length > LISTED_TARGETS) parts.push(`and ${mine.length - LISTED_TARGETS} more`);
+  return { ...base, status: 'False', reason: 'TargetsEjected', message: `ejected: ${parts.join('; ')}` };
+}
+
+/**
+ * Rate limit for UpstreamsHealthy: a change is written at most once per `minIntervalMs` per object. Within the
+ * interval the current condition is kept and `retryInMs` says when the change may go out (ejections come and go
+ * by the second under load; an API write per flap per object would not be cheap).
+ */
+export function holdCondition(next: Omit<Condition, 'lastTransitionTime'>, current: Condition | undefined, lastChangeAt: number | undefined, now: number, minIntervalMs: number): { condition: Omit<Condition, 'lastTransitionTime'>; changed: boolean; retryInMs?: number } {
+  const same = current !== undefined && current.status === next.status && current.reason === next.reason && current.message === next.message && current.observedGeneration === next.observedGeneration;
+  if (same) return { condition: next, changed: false };
+  if (current !== undefined && lastChangeAt !== undefined && now - lastChangeAt < minIntervalMs) {
+    const { lastTransitionTime: _t, ...kept } = current;
+    return { condition: kept, changed: false, retryInMs: minIntervalMs - (now - lastChangeAt) };
+  }
+  return { condition: next, changed: true };
 }

@@ -5,11 +5,15 @@ import { SERVED_GENERATION_ANNOTATION, STALE_AFTER_ANNOTATION, STALE_ANNOTATION 
 import type { Verdict } from './compile.ts';
 import { stableStringify } from '../gateway/snapshot/runtime.ts';
 import type { Condition, Resource } from './kinds.ts';
+import type { EjectedReport } from '../gateway/snapshot/kube-ejections.ts';
+import { decodeEjected, EJECTED_ANNOTATION } from '../gateway/snapshot/kube-ejections.ts';
 
 export interface GatewayPod {
   name: string;
   /** The snapshot generation it serves. */
   generation: number;
+  /** The upstream targets it has out of rotation (condition UpstreamsHealthy). */
+  ejected: EjectedReport;
 }
 
 /** Time for a pod that turned not-ready to leave the Service's endpoints: readiness probe period × threshold, plus propagation. */
@@ -36,7 +40,7 @@ export function livePods(leases: V1Lease[], now: number): GatewayPod[] {
     const mayServeUntil = expiresAt + (Number.isFinite(staleAfter) && staleAfter > 0 ? staleAfter * 1000 + READINESS_MARGIN_MS : 0);
     if (mayServeUntil < now) continue;
     const g = Number(l.metadata?.annotations?.[SERVED_GENERATION_ANNOTATION] ?? NaN);
-    pods.push({ name: l.spec?.holderIdentity ?? l.metadata?.name ?? '?', generation: Number.isFinite(g) ? g : -1 });
+    pods.push({ name: l.spec?.holderIdentity ?? l.metadata?.name ?? '?', generation: Number.isFinite(g) ? g : -1, ejected: decodeEjected(annotations[EJECTED_ANNOTATION]) });
   }
   return pods;
 }
@@ -63,13 +67,13 @@ export function withTransitions(next: Omit<Condition, 'lastTransitionTime'>[], c
   });
 }
 
-export function desiredStatus(r: Resource, v: Verdict | undefined, includedSince: number | undefined, pods: GatewayPod[], extra: Record<string, unknown>, now: string): Record<string, unknown> {
+export function desiredStatus(r: Resource, v: Verdict | undefined, includedSince: number | undefined, pods: GatewayPod[], extra: Record<string, unknown>, now: string, more: Omit<Condition, 'lastTransitionTime'>[] = []): Record<string, unknown> {
   const generation = r.metadata.generation ?? 0;
   // Once every pod served this generation it stays Applied: pods that start later load the newest snapshot anyway,
   // and rewriting 50,000 ApiKeys' status on every gateway scale-up would be a write storm for no news.
   const current = r.status?.conditions?.find((c) => c.type === 'Applied');
   const applied = v?.included && current?.status === 'True' && current.observedGeneration === generation ? current : appliedCondition(v, includedSince, generation, pods);
-  const conditions = withTransitions([readyCondition(v, generation), applied], r.status?.conditions, now);
+  const conditions = withTransitions([readyCondition(v, generation), applied, ...more], r.status?.conditions, now);
   return { ...extra, observedGeneration: generation, conditions };
 }
 

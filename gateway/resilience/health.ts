@@ -206,6 +206,14 @@ export class HealthRegistry {
     return h;
   }
 
+  /** Targets out of rotation now (ejected, or half-open and not yet proven by a probe): what a pod reports. */
+  *ejected(now = Date.now()): Generator<{ provider: string; model: string; state: 'ejected' | 'half_open' }> {
+    for (const h of this.byKey.values()) {
+      if (h.state === 'healthy') continue;
+      yield { provider: h.provider, model: h.model, state: h.state === 'ejected' && now < h.ejectedUntil ? 'ejected' : 'half_open' };
+    }
+  }
+
   all(): Iterable<TargetHealth> {
     return this.byKey.values();
   }

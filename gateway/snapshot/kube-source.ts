@@ -17,6 +17,8 @@ import type { RuntimeBase, RuntimeKey } from './runtime.ts';
 import type { Snapshot } from './schema.ts';
 import { compileBase, compileKeys } from './runtime.ts';
 import { parseSnapshot } from './validate.ts';
+import type { EjectedTarget } from './kube-ejections.ts';
+import { EJECTED_ANNOTATION, encodeEjected } from './kube-ejections.ts';
 
 export interface KubeSourceOptions {
   holder: SnapshotHolder;
@@ -38,6 +40,11 @@ export interface KubeSourceOptions {
   /** Refuse requests while stale (default $TOLLGATE_STALE_REFUSE === "true"). */
   refuseWhenStale?: boolean;
   informer?: { relistMs?: number; lastSeenLimitMs?: number; backoffBaseMs?: number; backoffMaxMs?: number };
+  /**
+   * The upstream targets this pod has ejected, reported on each Lease renewal (the operator shows them as a
+   * condition on the Provider and Model). The gateway passes its health registry's.
+   */
+  ejected?: () => Iterable<EjectedTarget>;
 }
 
 export interface KubeSource {
@@ -186,6 +193,8 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
       [SERVED_VERSION_ANNOTATION]: snap?.version ?? '',
       [STALE_AFTER_ANNOTATION]: String(Math.ceil(staleAfterMs / 1000)),
       [STALE_ANNOTATION]: String(o.holder.stale !== undefined),
+      // Rides on the renewal the Lease gets anyway: no write of its own, at most one renewal period late.
+      [EJECTED_ANNOTATION]: o.ejected ? encodeEjected(o.ejected()) : '',
     };
     const spec = { holderIdentity: podName, leaseDurationSeconds: duration, renewTime: new Date() };
     const labels = { [GATEWAY_REPORT_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate' };
