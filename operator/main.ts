@@ -30,6 +30,7 @@ const op = startOperator({
   leaseName: values['lease-name'],
   log,
   resyncMs: seconds(env.TOLLGATE_RESYNC_SECONDS),
+  upstreamsConditionEveryMs: seconds(env.TOLLGATE_UPSTREAMS_CONDITION_SECONDS),
   leaderElection: env.TOLLGATE_LEADER_ELECTION !== 'false',
   election: { leaseDurationMs: seconds(env.TOLLGATE_LEASE_DURATION_SECONDS), renewDeadlineMs: seconds(env.TOLLGATE_RENEW_DEADLINE_SECONDS), retryPeriodMs: seconds(env.TOLLGATE_RETRY_PERIOD_SECONDS) },
 });

@@ -38,7 +38,7 @@ export function secretKeyRef(description: string): Schema {
 const condition = obj(
   'Condition contains details for one aspect of the current state of this resource.',
   {
-    type: str('Type of condition in CamelCase: Ready (compiled into the snapshot) or Applied (served by the gateway pods).', {
+    type: str('Type of condition in CamelCase: Ready (compiled into the snapshot), Applied (served by the gateway pods) or, on Providers and Models, UpstreamsHealthy (no gateway pod has one of its upstream targets ejected).', {
       maxLength: 316,
       pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
     }),
@@ -59,7 +59,7 @@ const condition = obj(
 export function status(extra: Record<string, Schema> = {}): Schema {
   return obj('Observed state, written by the tollgate operator. Read-only for users.', {
     observedGeneration: int('The .metadata.generation the operator last reconciled.', { minimum: 0 }),
-    conditions: list('Ready: compiled into the gateway snapshot (False with a reason when a reference is missing or invalid). Applied: how many gateway pods serve this generation, e.g. "3/3 pods serve generation 7".', condition, {
+    conditions: list('Ready: compiled into the gateway snapshot (False with a reason when a reference is missing or invalid). Applied: how many gateway pods serve this generation, e.g. "3/3 pods serve generation 7". UpstreamsHealthy (Provider, Model): False with reason TargetsEjected while gateway pods report one of its upstream targets ejected, naming the targets and pods.', condition, {
       maxItems: 8,
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['type'],
