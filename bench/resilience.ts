@@ -1,12 +1,16 @@
-// Resilience under load: a model whose two upstream targets share traffic, one of them failing half its requests
-// with 503, paced at --rate req/s. Reports the client success rate (the bar: ≥ 99.9 %), the latency added over a
-// model served by the healthy target alone, tollgate's CPU per request in both, and how often the flaky target was
-// retried and ejected (from /upstreams on the admin port).
-//   node bench/resilience.ts [--rate 500] [--seconds 10]
+// Resilience, in one gateway process:
+// (a) the happy path's CPU per request with the default routing policy (retries, both ejection detectors) against
+//     the same model with retries and ejection off: a fixed request count per model, closed loop, rounds
+//     interleaved, CPU from /proc; the ratio should be 1.00 within noise.
+// (b) a model whose two upstream targets share traffic, one of them failing half its requests with 503, paced at
+//     --rate req/s: the client success rate (the bar: ≥ 99.9 %), the latency added over a model served by the
+//     healthy target alone, and how often the flaky target was retried and ejected (from /upstreams).
+// Prints the load average, since the machine may be shared.
+//   node bench/resilience.ts [--rate 500] [--seconds 10] [--rounds 6] [--requests 4000] [--concurrency 16]
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
@@ -14,14 +18,56 @@ import { generateApiKey } from '../gateway/auth/api-key.ts';
 import type { SnapshotInput } from '../gateway/snapshot/schema.ts';
 import { chatBody, paced } from './load.ts';
 import type { RunResult, Target } from './load.ts';
-import { freePort, spawnServer } from './proc.ts';
+import { cpuSeconds, freePort, spawnServer } from './proc.ts';
 import { ms, us } from './stats.ts';
 import { GATEWAY_NODE_OPTIONS, startUpstream } from './targets.ts';
 
-const { values } = parseArgs({ options: { rate: { type: 'string', default: '500' }, seconds: { type: 'string', default: '10' }, 'fail-rate': { type: 'string', default: '0.5' } } });
+const { values } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '500' },
+    seconds: { type: 'string', default: '10' },
+    'fail-rate': { type: 'string', default: '0.5' },
+    rounds: { type: 'string', default: '6' },
+    requests: { type: 'string', default: '4000' },
+    concurrency: { type: 'string', default: '16' },
+  },
+});
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
 const failRate = Number(values['fail-rate']);
+
+export interface HappyPathCpu {
+  rounds: { defaults: number; off: number }[];
+  /** Median CPU seconds per request of each model, and defaults / off. */
+  defaults: number;
+  off: number;
+  ratio: number;
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** Exactly `n` requests, `concurrency` at a time; the gateway's CPU (utime + stime from /proc) they cost. */
+async function cpuPerRequest(t: Target, body: string, n: number, concurrency: number): Promise<number> {
+  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
+  const headers = { 'content-type': 'application/json', ...t.headers };
+  let sent = 0;
+  let failed = 0;
+  const cpu0 = cpuSeconds(t.pid!);
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < n) {
+        sent++;
+        const res = await pool.request({ path: t.chatPath, method: 'POST', headers, body });
+        await res.body.arrayBuffer();
+        if (res.statusCode !== 200) failed++;
+      }
+    }),
+  );
+  const cpu = cpuSeconds(t.pid!) - cpu0;
+  await pool.close();
+  if (failed > 0) throw new Error(`${failed} of ${n} requests failed on the happy path`);
+  return cpu / n;
+}
 
 export interface ResilienceResult {
   rate: number;
@@ -32,6 +78,8 @@ export interface ResilienceResult {
   addedP50Ms: number;
   addedP99Ms: number;
   flakyTarget: unknown;
+  happy: HappyPathCpu;
+  loadAverage: { before: number[]; after: number[] };
 }
 
 /** A front for the fake upstream that answers 503 to a share of requests and passes the rest through. */
@@ -67,7 +115,8 @@ async function startFlakyFront(upstreamUrl: string, share: number): Promise<{ ur
   };
 }
 
-export async function runResilience(opts: { rate: number; seconds: number; failRate: number }): Promise<ResilienceResult> {
+export async function runResilience(opts: { rate: number; seconds: number; failRate: number; rounds?: number; requests?: number; concurrency?: number }): Promise<ResilienceResult> {
+  const loadBefore = loadavg();
   const upstream = await startUpstream();
   const front = await startFlakyFront(upstream.target.origin, opts.failRate);
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-resilience-'));
@@ -81,6 +130,9 @@ export async function runResilience(opts: { rate: number; seconds: number; failR
     pricingGroups: [{ id: 'mini', mode: 'flat_tokens', prices: { input: '0.15', output: '0.6' } }],
     models: [
       { id: 'steady-only', pricingGroup: 'mini', protocols: { openai: [{ provider: 'steady', model: 'gpt-4o-mini' }] } },
+      // The happy path twice: the default policy, and retries and both ejection detectors off.
+      { id: 'happy-defaults', pricingGroup: 'mini', protocols: { openai: [{ provider: 'steady', model: 'gpt-4o-mini' }] } },
+      { id: 'happy-off', pricingGroup: 'mini', protocols: { openai: [{ provider: 'steady', model: 'gpt-4o-mini' }] }, routing: { maxAttempts: 1, ejectAfter: 1_000_000, ejectFailurePercent: 0 } },
       // Equal weights: half the first attempts land on the flaky target; the default policy retries on the other.
       { id: 'half-flaky', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-4o-mini' }, { provider: 'steady', model: 'gpt-4o-mini' }] } },
     ],
@@ -103,7 +155,22 @@ export async function runResilience(opts: { rate: number; seconds: number; failR
   try {
     const target: Target = { name: 'tollgate', origin: url, chatPath: '/api/v1/chat/completions', headers: { authorization: `Bearer ${key.key}` }, pid: proc.pid };
     const body = (model: string) => chatBody().replace('"gpt-4o-mini"', JSON.stringify(model));
-    // Warm both paths, then measure each at the same rate.
+    // (a) Happy-path CPU, interleaved rounds (the order alternates so a drift in the machine's load hits both).
+    const happyBodies = { defaults: body('happy-defaults'), off: body('happy-off') };
+    const n = opts.requests ?? 4000;
+    const c = opts.concurrency ?? 16;
+    await cpuPerRequest(target, happyBodies.defaults, n / 2, c);
+    await cpuPerRequest(target, happyBodies.off, n / 2, c);
+    const rounds: { defaults: number; off: number }[] = [];
+    for (let i = 0; i < (opts.rounds ?? 6); i++) {
+      const r = { defaults: 0, off: 0 };
+      for (const which of i % 2 === 0 ? (['defaults', 'off'] as const) : (['off', 'defaults'] as const)) r[which] = await cpuPerRequest(target, happyBodies[which], n, c);
+      rounds.push(r);
+      console.error(`round ${i + 1}: defaults ${us(r.defaults)} µs, off ${us(r.off)} µs CPU/req`);
+    }
+    const happy: HappyPathCpu = { rounds, defaults: median(rounds.map((r) => r.defaults)), off: median(rounds.map((r) => r.off)), ratio: median(rounds.map((r) => r.defaults / r.off)) };
+
+    // (b) Warm both paths, then measure each at the same rate.
     await paced(target, body('steady-only'), { rate: Math.min(opts.rate, 200), seconds: 1 });
     await paced(target, body('half-flaky'), { rate: Math.min(opts.rate, 200), seconds: 1 });
     const steady = await paced(target, body('steady-only'), { rate: opts.rate, seconds: opts.seconds, upstreamPid: upstream.proc.pid });
@@ -124,6 +191,8 @@ export async function runResilience(opts: { rate: number; seconds: number; failR
       addedP50Ms: flaky.latency.p50 - steady.latency.p50,
       addedP99Ms: flaky.latency.p99 - steady.latency.p99,
       flakyTarget,
+      happy,
+      loadAverage: { before: loadBefore, after: loadavg() },
     };
   } finally {
     await proc.stop();
@@ -134,7 +203,10 @@ export async function runResilience(opts: { rate: number; seconds: number; failR
 }
 
 if (import.meta.main) {
-  const r = await runResilience({ rate, seconds, failRate });
+  const r = await runResilience({ rate, seconds, failRate, rounds: Number(values.rounds), requests: Number(values.requests), concurrency: Number(values.concurrency) });
+  const la = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
+  console.log(`load average before ${la(r.loadAverage.before)}, after ${la(r.loadAverage.after)}`);
+  console.log(`happy path CPU/req (median of ${r.happy.rounds.length} interleaved rounds): defaults ${us(r.happy.defaults)} µs, retries+ejection off ${us(r.happy.off)} µs, ratio ${r.happy.ratio.toFixed(3)} (per round: ${r.happy.rounds.map((x) => (x.defaults / x.off).toFixed(3)).join(' ')})`);
   const line = (name: string, x: RunResult) => `${name.padEnd(12)} ok ${x.ok} failed ${x.failed}  p50 ${ms(x.latency.p50)} ms  p99 ${ms(x.latency.p99)} ms  CPU/req ${us(x.cpuPerRequest)} µs`;
   console.log(`${r.rate} req/s for ${seconds} s; flaky target fails ${(r.failRate * 100).toFixed(0)} %`);
   console.log(line('steady-only', r.steady));
