@@ -38,10 +38,13 @@ const failRate = Number(values['fail-rate']);
 
 export interface HappyPathCpu {
   rounds: { defaults: number; off: number }[];
-  /** Median CPU seconds per request of each model, and defaults / off. */
+  /** Median CPU seconds per request of each model, and the median of the per-round ratios defaults / off. */
   defaults: number;
   off: number;
   ratio: number;
+  /** Mean of the per-round ratios and its 95 % confidence half-width (t ≈ 2 for the round counts used). */
+  meanRatio: number;
+  ci95: number;
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -168,7 +171,10 @@ export async function runResilience(opts: { rate: number; seconds: number; failR
       rounds.push(r);
       console.error(`round ${i + 1}: defaults ${us(r.defaults)} µs, off ${us(r.off)} µs CPU/req`);
     }
-    const happy: HappyPathCpu = { rounds, defaults: median(rounds.map((r) => r.defaults)), off: median(rounds.map((r) => r.off)), ratio: median(rounds.map((r) => r.defaults / r.off)) };
+    const ratios = rounds.map((r) => r.defaults / r.off);
+    const mean = ratios.reduce((a, b) => a + b, 0) / ratios.length;
+    const sd = Math.sqrt(ratios.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, ratios.length - 1));
+    const happy: HappyPathCpu = { rounds, defaults: median(rounds.map((r) => r.defaults)), off: median(rounds.map((r) => r.off)), ratio: median(ratios), meanRatio: mean, ci95: (2 * sd) / Math.sqrt(ratios.length) };
 
     // (b) Warm both paths, then measure each at the same rate.
     await paced(target, body('steady-only'), { rate: Math.min(opts.rate, 200), seconds: 1 });
@@ -206,7 +212,7 @@ if (import.meta.main) {
   const r = await runResilience({ rate, seconds, failRate, rounds: Number(values.rounds), requests: Number(values.requests), concurrency: Number(values.concurrency) });
   const la = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
   console.log(`load average before ${la(r.loadAverage.before)}, after ${la(r.loadAverage.after)}`);
-  console.log(`happy path CPU/req (median of ${r.happy.rounds.length} interleaved rounds): defaults ${us(r.happy.defaults)} µs, retries+ejection off ${us(r.happy.off)} µs, ratio ${r.happy.ratio.toFixed(3)} (per round: ${r.happy.rounds.map((x) => (x.defaults / x.off).toFixed(3)).join(' ')})`);
+  console.log(`happy path CPU/req (median of ${r.happy.rounds.length} interleaved rounds): defaults ${us(r.happy.defaults)} µs, retries+ejection off ${us(r.happy.off)} µs, ratio ${r.happy.ratio.toFixed(3)}, mean ${r.happy.meanRatio.toFixed(3)} ± ${r.happy.ci95.toFixed(3)} (95 %) (per round: ${r.happy.rounds.map((x) => (x.defaults / x.off).toFixed(3)).join(' ')})`);
   const line = (name: string, x: RunResult) => `${name.padEnd(12)} ok ${x.ok} failed ${x.failed}  p50 ${ms(x.latency.p50)} ms  p99 ${ms(x.latency.p99)} ms  CPU/req ${us(x.cpuPerRequest)} µs`;
   console.log(`${r.rate} req/s for ${seconds} s; flaky target fails ${(r.failRate * 100).toFixed(0)} %`);
   console.log(line('steady-only', r.steady));

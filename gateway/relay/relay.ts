@@ -172,6 +172,9 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
     // A 200 that is not the protocol's JSON (a proxy's HTML page, a truncated body) is no answer: nothing is billed.
     const failure = new GatewayError('upstream_invalid_response', `The upstream provider "${target.provider.id}" answered ${res.statusCode} with a body that is not valid JSON.`);
     tel.upstreamDone(undefined, failure);
+    // ...but when the broken body still states the provider's usage, the provider billed it: that spend is recorded.
+    const spent = reportedUsage(call, buf);
+    if (spent) await bill(deps, tel, unbilledAttempt(charge(call, target, spent, undefined, attempts), failure.kind));
     throw failure;
   }
   tel.upstreamDone(parsed);
@@ -190,6 +193,25 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   copyHeaders(res, reply);
   tel.setOverheadHeader(reply);
   await reply.send(buf);
+}
+
+/** The usage a body that failed to parse whole still states in its top-level usage member (read from its tail). */
+function reportedUsage(call: RelayCall, buf: Buffer): Usage | undefined {
+  const member = call.reader.usageMember;
+  if (member === undefined || !startsAsObject(buf)) return undefined;
+  const partial = memberOnly(buf, member);
+  const usage = partial ? call.reader.fromJson(partial) : null;
+  // Only what the provider reported: an estimate of a failed answer would be a guess at money nobody saw.
+  return usage && !usage.estimated ? usage : undefined;
+}
+
+/**
+ * The row for an attempt the provider reported usage for but whose answer never reached the client: the tokens
+ * as reported, cost 0 (the client is not charged for an answer it did not get; budgets do not move), and in
+ * `detail` why and what it would have cost, so the spend upstream is visible in the ledger.
+ */
+export function unbilledAttempt(row: LedgerRow, reason: string): LedgerRow {
+  return { ...row, costPoints: '0', originalCost: '0', detail: { failedAttempt: reason, unbilledCostPoints: row.costPoints, usage: row.detail ?? null } };
 }
 
 /** Journals the row (rejects with `ledger_unavailable` when it is not recorded), then tells telemetry. */

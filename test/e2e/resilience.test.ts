@@ -261,6 +261,74 @@ describe('fallbacks', () => {
   });
 });
 
+// Billing under retries and fallbacks: which attempt can carry upstream spend, and where its row goes. Retries and
+// fallbacks happen only on answers without usage (errors, connect failures, timeouts); the paths below are the ones
+// where the provider did work on an attempt that is not retried, each with the row it leaves.
+describe('billing: no upstream spend without a row', () => {
+  interface FullRow extends Row {
+    cost_points: string;
+    detail: { failedAttempt?: string; unbilledCostPoints?: string } | null;
+  }
+  async function fullRows(requestId: string | null): Promise<FullRow[]> {
+    await t.gw.ledger.flush();
+    const r = await t.gw.store.query<FullRow>('SELECT model_id, client_model, provider, upstream_model, input::int, output::int, estimated, attempts::int, cost_points::text, detail FROM usage_events WHERE request_id = $1', [requestId]);
+    return r.rows;
+  }
+  const fallbackUntouched = () => {
+    const before = sentTo('gpt-fallback');
+    return () => expect(sentTo('gpt-fallback') - before).toBe(0);
+  };
+
+  it('a stream cut after tokens on a model with fallbacks is not replayed on the fallback: one row, the cut attempt, estimated', async () => {
+    streamCut(t.upstream, ['data: {"id":"c2","object":"chat.completion.chunk","created":1,"model":"gpt-primary","choices":[{"index":0,"delta":{"role":"assistant","content":"Part"},"finish_reason":null}]}\n\n'], '/chat/completions');
+    const untouched = fallbackUntouched();
+    const res = await chat('r/chat-primary', { stream: true });
+    expect(await res.text()).toContain('"Part"');
+    untouched();
+    const r = await fullRows(res.headers.get('x-tollgate-request-id'));
+    expect(r).toHaveLength(1);
+    expect(r[0]).toMatchObject({ model_id: 'r/chat-primary', upstream_model: 'gpt-primary', estimated: true, attempts: 1 });
+    expect(r[0].detail?.failedAttempt).toBeUndefined();
+  });
+
+  it('a 200 whose body breaks off after the headers is a 502, not a fallback (the provider may have billed it once already)', async () => {
+    t.upstream.nextResponse({ path: '/chat/completions', status: 200, headers: { 'content-type': 'application/json' }, chunks: ['{"id":"x","object":"chat.completion","choices":['], abort: true });
+    const untouched = fallbackUntouched();
+    const res = await chat('r/chat-primary');
+    expect(res.status).toBe(502);
+    untouched();
+    // Nothing the provider reported arrived, so there is no usage to record (docs/routing.md says so).
+    expect(await fullRows(res.headers.get('x-tollgate-request-id'))).toHaveLength(0);
+  });
+
+  it('a 200 whose body is not valid JSON but states usage: 502 to the client, and a row with the reported tokens, cost 0, flagged as a failed attempt', async () => {
+    // Converting route (messages over chat): the body is parsed whole, fails, and its usage member is still read.
+    const broken = '{"id":"chatcmpl-x","object":"chat.completion","created":1,"model":"gpt-fallback","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]<!-- proxy -->,"usage":{"prompt_tokens":17,"completion_tokens":5,"total_tokens":22}}';
+    t.upstream.nextResponse({ path: '/chat/completions', status: 200, headers: { 'content-type': 'application/json' }, body: broken });
+    const before = sentTo('gpt-fallback');
+    const client = new Anthropic({ baseURL: `${t.url}/api`, apiKey: t.keys.acme, maxRetries: 0 });
+    const err = await client.messages.create({ model: 'r/gpt-fallback', max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Anthropic.APIError);
+    expect((err as InstanceType<typeof Anthropic.APIError>).status).toBe(502);
+    expect(sentTo('gpt-fallback') - before).toBe(1); // not retried either
+    const rid = (err as InstanceType<typeof Anthropic.APIError>).headers?.get('x-tollgate-request-id') ?? null;
+    const r = await fullRows(rid);
+    expect(r).toHaveLength(1);
+    expect(r[0]).toMatchObject({ model_id: 'r/gpt-fallback', upstream_model: 'gpt-fallback', input: 17, output: 5, estimated: false, cost_points: '0', attempts: 1 });
+    expect(r[0].detail).toMatchObject({ failedAttempt: 'upstream_invalid_response' });
+    expect(Number(r[0].detail!.unbilledCostPoints)).toBeGreaterThan(0);
+  });
+
+  it('a 200 that is not JSON and states no usage: 502, no row (nothing the provider reported)', async () => {
+    t.upstream.nextResponse({ path: '/chat/completions', status: 200, headers: { 'content-type': 'text/html' }, body: '<html>bad gateway</html>' });
+    const untouched = fallbackUntouched();
+    const res = await chat('r/chat-primary');
+    expect(res.status).toBe(502);
+    untouched();
+    expect(await fullRows(res.headers.get('x-tollgate-request-id'))).toHaveLength(0);
+  });
+});
+
 describe('concurrency limit', () => {
   it('a target at its limit sheds the next request with 503 in the family shape', async () => {
     const slow = chat('r/narrow', { metadata: { fake: 'slow-first-byte', delay_ms: '1000' } });
