@@ -17,6 +17,8 @@ import { Pool } from 'undici';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import type { SnapshotInput } from '../gateway/snapshot/schema.ts';
 import { chatBody, paced } from './load.ts';
+import { TargetHealth } from '../gateway/resilience/health.ts';
+import { DEFAULT_POLICY } from '../gateway/resilience/policy.ts';
 import type { RunResult, Target } from './load.ts';
 import { cpuSeconds, freePort, spawnServer } from './proc.ts';
 import { ms, us } from './stats.ts';
@@ -45,6 +47,37 @@ export interface HappyPathCpu {
   /** Mean of the per-round ratios and its 95 % confidence half-width (t ≈ 2 for the round counts used). */
   meanRatio: number;
   ci95: number;
+}
+
+/**
+ * The only per-request work the policy decides on the happy path (target pick, begin, success, release), in this
+ * process, default policy against retries and ejection off: nanoseconds of CPU per request, interleaved rounds.
+ */
+export function hotPathNs(iterations = 2_000_000, rounds = 5): { defaults: number; off: number } {
+  const off = { ...DEFAULT_POLICY, maxAttempts: 1, ejectAfter: 1_000_000, ejectFailurePercent: 0 };
+  const run = (policy: typeof DEFAULT_POLICY): number => {
+    const h = new TargetHealth('k', 'p', 'm');
+    const t0 = process.cpuUsage();
+    let now = Date.now();
+    for (let i = 0; i < iterations; i++) {
+      if ((i & 255) === 0) now = Date.now();
+      if (!h.available(now, policy)) throw new Error('unavailable');
+      h.begin();
+      h.succeeded('success', now, policy);
+      h.release();
+    }
+    const d = process.cpuUsage(t0);
+    return ((d.user + d.system) * 1000) / iterations;
+  };
+  run(DEFAULT_POLICY);
+  run(off);
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    a.push(run(DEFAULT_POLICY));
+    b.push(run(off));
+  }
+  return { defaults: median(a), off: median(b) };
 }
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -210,6 +243,8 @@ export async function runResilience(opts: { rate: number; seconds: number; failR
 
 if (import.meta.main) {
   const r = await runResilience({ rate, seconds, failRate, rounds: Number(values.rounds), requests: Number(values.requests), concurrency: Number(values.concurrency) });
+  const hot = hotPathNs();
+  console.log(`policy hot path per request (target pick, begin, success, release): defaults ${hot.defaults.toFixed(1)} ns, off ${hot.off.toFixed(1)} ns CPU`);
   const la = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
   console.log(`load average before ${la(r.loadAverage.before)}, after ${la(r.loadAverage.after)}`);
   console.log(`happy path CPU/req (median of ${r.happy.rounds.length} interleaved rounds): defaults ${us(r.happy.defaults)} µs, retries+ejection off ${us(r.happy.off)} µs, ratio ${r.happy.ratio.toFixed(3)}, mean ${r.happy.meanRatio.toFixed(3)} ± ${r.happy.ci95.toFixed(3)} (95 %) (per round: ${r.happy.rounds.map((x) => (x.defaults / x.off).toFixed(3)).join(' ')})`);
