@@ -89,6 +89,8 @@ export class TargetHealth {
   readonly attempts: Record<AttemptOutcome, number> = { success: 0, client_error: 0, rate_limited: 0, server_error: 0, transport_error: 0, timeout: 0 };
   retries = 0;
   ejections = 0;
+  /** Ejections by the detector that fired. */
+  readonly ejectionsBy: Record<EjectCause, number> = { consecutive: 0, ratio: 0 };
 
   constructor(key: string, provider: string, model: string) {
     this.key = key;
@@ -150,6 +152,7 @@ export class TargetHealth {
     this.lastEjectCause = cause;
     this.streak++;
     this.ejections++;
+    this.ejectionsBy[cause]++;
     const cooldown = Math.min(policy.ejectMaxMs, policy.ejectBaseMs * 2 ** (this.streak - 1));
     this.ejectedUntil = now + cooldown;
     this.state = 'ejected';

@@ -220,7 +220,9 @@ describe('outlier ejection', () => {
   it('exposes per-upstream metrics', async () => {
     const text = await (await fetch(`${admin}/metrics`)).text();
     expect(text).toMatch(/tollgate_upstream_healthy\{[^}]*tollgate_upstream_model="gpt-eject"[^}]*\} 1/);
-    expect(text).toMatch(/tollgate_upstream_ejections_total\{[^}]*tollgate_upstream_model="gpt-eject"[^}]*\} 2/);
+    const ejections = (model: string, cause: string) => text.split('\n').find((l) => l.startsWith('tollgate_upstream_ejections_total{') && l.includes(`tollgate_upstream_model="${model}"`) && l.includes(`tollgate_upstream_ejection_cause="${cause}"`))?.split(' ').pop();
+    expect(ejections('gpt-eject', 'consecutive')).toBe('2');
+    expect(ejections('gpt-ratio', 'ratio')).toBe('1');
     expect(text).toMatch(/tollgate_upstream_attempts_total\{[^}]*tollgate_upstream_model="gpt-retry"[^}]*tollgate_upstream_outcome="rate_limited"[^}]*\} 1/);
     expect(text).not.toContain(PROVIDER_SECRET);
   });
