@@ -356,6 +356,7 @@ export class Controller {
           this.settled.delete(ref);
           this.sentStatus.delete(ref);
           this.podDependent.delete(ref);
+          this.upstreamsChangedAt.delete(ref);
         }
       }
     }
