@@ -212,8 +212,20 @@ export async function runResilience(opts: { rate: number; seconds: number; failR
     // (b) Warm both paths, then measure each at the same rate.
     await paced(target, body('steady-only'), { rate: Math.min(opts.rate, 200), seconds: 1 });
     await paced(target, body('half-flaky'), { rate: Math.min(opts.rate, 200), seconds: 1 });
-    const steady = await paced(target, body('steady-only'), { rate: opts.rate, seconds: opts.seconds, upstreamPid: upstream.proc.pid });
-    const flaky = await paced(target, body('half-flaky'), { rate: opts.rate, seconds: opts.seconds, upstreamPid: upstream.proc.pid });
+    // Interleaved slices (order alternating), so a change in the machine's load hits both models alike; the added
+    // latency is the median over slices of (half-flaky − steady-only) at p50 and p99.
+    const slices = Math.max(1, Math.min(opts.seconds, 5));
+    const runs: { steady: RunResult; flaky: RunResult }[] = [];
+    for (let i = 0; i < slices; i++) {
+      const one = async (m: 'steady' | 'flaky') => paced(target, body(m === 'steady' ? 'steady-only' : 'half-flaky'), { rate: opts.rate, seconds: opts.seconds / slices, upstreamPid: upstream.proc.pid });
+      const r = {} as { steady: RunResult; flaky: RunResult };
+      for (const m of i % 2 === 0 ? (['steady', 'flaky'] as const) : (['flaky', 'steady'] as const)) r[m] = await one(m);
+      runs.push(r);
+      console.error(`slice ${i + 1}: steady p50 ${ms(r.steady.latency.p50)} p99 ${ms(r.steady.latency.p99)} ms; half-flaky p50 ${ms(r.flaky.latency.p50)} p99 ${ms(r.flaky.latency.p99)} ms, ${r.flaky.failed} failed`);
+    }
+    const sum = (xs: RunResult[]): RunResult => ({ ...xs[0], ok: xs.reduce((n, x) => n + x.ok, 0), failed: xs.reduce((n, x) => n + x.failed, 0), latency: { ...xs[0].latency, p50: median(xs.map((x) => x.latency.p50)), p99: median(xs.map((x) => x.latency.p99)) }, cpuPerRequest: median(xs.map((x) => x.cpuPerRequest)) });
+    const steady = sum(runs.map((r) => r.steady));
+    const flaky = sum(runs.map((r) => r.flaky));
     let flakyTarget: unknown;
     try {
       const view = (await (await fetch(`http://127.0.0.1:${adminPort}/upstreams`)).json()) as { upstreams: { provider: string }[] };
@@ -227,8 +239,8 @@ export async function runResilience(opts: { rate: number; seconds: number; failR
       steady,
       flaky,
       successRate: flaky.ok / (flaky.ok + flaky.failed),
-      addedP50Ms: flaky.latency.p50 - steady.latency.p50,
-      addedP99Ms: flaky.latency.p99 - steady.latency.p99,
+      addedP50Ms: median(runs.map((r) => r.flaky.latency.p50 - r.steady.latency.p50)),
+      addedP99Ms: median(runs.map((r) => r.flaky.latency.p99 - r.steady.latency.p99)),
       flakyTarget,
       happy,
       loadAverage: { before: loadBefore, after: loadavg() },
@@ -249,7 +261,7 @@ if (import.meta.main) {
   console.log(`load average before ${la(r.loadAverage.before)}, after ${la(r.loadAverage.after)}`);
   console.log(`happy path CPU/req (median of ${r.happy.rounds.length} interleaved rounds): defaults ${us(r.happy.defaults)} µs, retries+ejection off ${us(r.happy.off)} µs, ratio ${r.happy.ratio.toFixed(3)}, mean ${r.happy.meanRatio.toFixed(3)} ± ${r.happy.ci95.toFixed(3)} (95 %) (per round: ${r.happy.rounds.map((x) => (x.defaults / x.off).toFixed(3)).join(' ')})`);
   const line = (name: string, x: RunResult) => `${name.padEnd(12)} ok ${x.ok} failed ${x.failed}  p50 ${ms(x.latency.p50)} ms  p99 ${ms(x.latency.p99)} ms  CPU/req ${us(x.cpuPerRequest)} µs`;
-  console.log(`${r.rate} req/s for ${seconds} s; flaky target fails ${(r.failRate * 100).toFixed(0)} %`);
+  console.log(`${r.rate} req/s for ${seconds} s per model in interleaved slices (latencies: medians over slices); flaky target fails ${(r.failRate * 100).toFixed(0)} %`);
   console.log(line('steady-only', r.steady));
   console.log(line('half-flaky', r.flaky));
   console.log(`client success ${(r.successRate * 100).toFixed(3)} % (bar: 99.9 %); added latency p50 ${ms(r.addedP50Ms)} ms, p99 ${ms(r.addedP99Ms)} ms`);
