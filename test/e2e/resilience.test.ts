@@ -6,7 +6,7 @@ import type { SnapshotInput } from '../../gateway/snapshot/schema.ts';
 import type { TestGateway } from '../support/gateway.ts';
 import { PROVIDER_SECRET, startTestGateway } from '../support/gateway.ts';
 import { readJson } from '../support/http.ts';
-import { failNext, rateLimitOnce, streamCut } from '../upstream/faults.ts';
+import { failEveryOther, failNext, rateLimitOnce, streamCut } from '../upstream/faults.ts';
 
 interface Row {
   model_id: string;
@@ -192,11 +192,14 @@ describe('outlier ejection', () => {
 
   it('a failure ratio ejects a target that never fails twice in a row; the probe recovers it with an empty window', async () => {
     // Every other request fails: consecutive ejection (ejectAfter 100) never triggers, the 50 % ratio does at 10.
-    for (let i = 0; i < 9; i++) {
-      if (i % 2 === 1) failNext(t.upstream, 1, 503, { path: '/chat/completions' });
-      expect((await chat('r/ratio')).status).toBe(i % 2 === 1 ? 503 : 200);
-    }
-    expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'healthy', consecutiveFailures: 0, window: { requests: 9, failures: 4 } });
+    failEveryOther(t.upstream, 10, 503, { path: '/chat/completions' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 9; i++) statuses.push((await chat('r/ratio')).status);
+    expect(statuses).toEqual([503, 200, 503, 200, 503, 200, 503, 200, 503]);
+    expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'healthy', consecutiveFailures: 1, window: { requests: 9, failures: 5 } });
+    // The tenth attempt succeeds: 5 of 10 failed, but a success never ejects. The next failure makes it 6 of 11.
+    expect((await chat('r/ratio')).status).toBe(200);
+    expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'healthy', window: { requests: 10, failures: 5 } });
     failNext(t.upstream, 1, 500, { path: '/chat/completions' });
     expect((await chat('r/ratio')).status).toBe(500);
     expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'ejected', ejections: 1, lastEjectCause: 'ratio', consecutiveFailures: 1 });

@@ -11,6 +11,17 @@ export function failNext(up: FakeUpstream, n: number, status: number, opts: { pa
   }
 }
 
+/**
+ * `n` answers alternating failure and the fake's normal answer, starting with a failure: a target that fails half
+ * its requests but never twice in a row (what only a failure-ratio detector catches).
+ */
+export function failEveryOther(up: FakeUpstream, n: number, status: number, opts: { path?: Path } = {}): void {
+  for (let i = 0; i < n; i++) {
+    if (i % 2 === 0) failNext(up, 1, status, opts);
+    else up.nextResponse({ path: opts.path, pass: true });
+  }
+}
+
 /** A 429 asking the client to come back after `seconds`. */
 export function rateLimitOnce(up: FakeUpstream, seconds: number, path?: Path): void {
   failNext(up, 1, 429, { path, headers: { 'retry-after': String(seconds) }, body: { error: { message: 'Rate limit reached', type: 'requests', param: null, code: 'rate_limit_exceeded' } } });

@@ -63,6 +63,8 @@ export interface ScriptedResponse {
   stall?: boolean;
   /** The body made from the request's headers (e.g. an error quoting the credential it was sent, as OpenAI's 401 does). */
   bodyFromHeaders?: (headers: IncomingHttpHeaders) => unknown;
+  /** Take this turn in the queue but answer as the fake normally would (interleaves failures with successes). */
+  pass?: boolean;
 }
 
 export interface FakeUpstreamOptions {
@@ -280,7 +282,7 @@ export async function startFakeUpstream(opts: FakeUpstreamOptions = {}): Promise
     if (record) requests.push({ method, path, query, headers: req.headers, body: raw, json });
 
     const script = takeScript(path);
-    if (script) return sendScripted(res, script, n, req.headers);
+    if (script && !script.pass) return sendScripted(res, script, n, req.headers);
 
     if (method === 'GET') {
       if (path === '/__fake/health') {
