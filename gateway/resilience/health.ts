@@ -173,6 +173,7 @@ export class TargetHealth {
       attempts: { ...this.attempts },
       retries: this.retries,
       ejections: this.ejections,
+      ejectionsBy: { ...this.ejectionsBy },
     };
   }
 }
@@ -191,6 +192,7 @@ export interface UpstreamView {
   attempts: Record<AttemptOutcome, number>;
   retries: number;
   ejections: number;
+  ejectionsBy: Record<EjectCause, number>;
 }
 
 /** Every target's health in this process, found per target object without building a key on the request path. */

@@ -202,7 +202,7 @@ describe('outlier ejection', () => {
     expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'healthy', window: { requests: 10, failures: 5 } });
     failNext(t.upstream, 1, 500, { path: '/chat/completions' });
     expect((await chat('r/ratio')).status).toBe(500);
-    expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'ejected', ejections: 1, lastEjectCause: 'ratio', consecutiveFailures: 1 });
+    expect(await upstreamState('gpt-ratio')).toMatchObject({ state: 'ejected', ejections: 1, ejectionsBy: { ratio: 1, consecutive: 0 }, lastEjectCause: 'ratio', consecutiveFailures: 1 });
 
     const sent = sentTo('gpt-ratio');
     const shed = await chat('r/ratio');
