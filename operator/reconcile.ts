@@ -142,11 +142,13 @@ export function upstreamsCondition(kind: Kind, r: Resource, all: Ejection[], pod
  * by the second under load; an API write per flap per object would not be cheap).
  */
 export function holdCondition(next: Omit<Condition, 'lastTransitionTime'>, current: Condition | undefined, lastChangeAt: number | undefined, now: number, minIntervalMs: number): { condition: Omit<Condition, 'lastTransitionTime'>; changed: boolean; retryInMs?: number } {
-  const same = current !== undefined && current.status === next.status && current.reason === next.reason && current.message === next.message && current.observedGeneration === next.observedGeneration;
+  // A new observedGeneration alone is not news about the upstreams: it rides along with the status write a spec
+  // change brings anyway, unthrottled.
+  const same = current !== undefined && current.status === next.status && current.reason === next.reason && current.message === next.message;
   if (same) return { condition: next, changed: false };
   if (current !== undefined && lastChangeAt !== undefined && now - lastChangeAt < minIntervalMs) {
     const { lastTransitionTime: _t, ...kept } = current;
-    return { condition: kept, changed: false, retryInMs: minIntervalMs - (now - lastChangeAt) };
+    return { condition: { ...kept, observedGeneration: next.observedGeneration }, changed: false, retryInMs: minIntervalMs - (now - lastChangeAt) };
   }
   return { condition: next, changed: true };
 }

@@ -71,5 +71,9 @@ describe('condition UpstreamsHealthy', () => {
     expect(holdCondition(next, cur, 1000, 31_000, 30_000)).toEqual({ condition: next, changed: true });
     const same = { ...next, lastTransitionTime: 'x' };
     expect(holdCondition(next, same, 1000, 1001, 30_000)).toEqual({ condition: next, changed: false });
+    // A spec change (new generation) is not held: only the upstreams' news is rate-limited.
+    const older = { ...next, observedGeneration: 2, lastTransitionTime: 'x' };
+    expect(holdCondition(next, older, 1000, 1001, 30_000)).toEqual({ condition: next, changed: false });
+    expect(holdCondition(next, { ...cur, observedGeneration: 2 }, 1000, 11_000, 30_000).condition.observedGeneration).toBe(3);
   });
 });
