@@ -25,9 +25,10 @@ export type OnAttempt = (target: UpstreamTarget, health: TargetHealth) => void;
 /** Exhausted: every attempt failed (or every target is ejected) before an answer could be relayed. */
 export class ExhaustedError extends GatewayError {}
 
-/** Status codes worth another attempt: the request itself was fine, the upstream could not serve it now. */
+/** Status codes worth another attempt: the request itself was fine, the upstream could not serve it now.
+ * 529 is Anthropic's "overloaded", a 503 by another number. */
 export function retryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status === 500 || status === 502 || status === 503 || status === 504;
+  return status === 408 || status === 429 || status === 500 || status === 502 || status === 503 || status === 504 || status === 529;
 }
 
 function statusOutcome(status: number): AttemptOutcome {

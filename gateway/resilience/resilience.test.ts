@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { retryableStatus } from './attempts.ts';
 import { backoffMs, retryAfterMs } from './backoff.ts';
 import { FailureWindow, TargetHealth } from './health.ts';
 import { compilePolicy, DEFAULT_POLICY } from './policy.ts';
@@ -18,6 +19,13 @@ describe('backoff', () => {
     expect(retryAfterMs({ 'retry-after-ms': '250', 'retry-after': '9' }, now)).toBe(250);
     expect(retryAfterMs({ 'retry-after': 'soon' }, now)).toBeUndefined();
     expect(retryAfterMs({}, now)).toBeUndefined();
+  });
+});
+
+describe('retryable statuses', () => {
+  it('retries 408, 429, 5xx gateway errors and Anthropic 529; never other 4xx or 501', () => {
+    for (const s of [408, 429, 500, 502, 503, 504, 529]) expect(retryableStatus(s), String(s)).toBe(true);
+    for (const s of [200, 400, 401, 403, 404, 409, 413, 422, 501, 505]) expect(retryableStatus(s), String(s)).toBe(false);
   });
 });
 
