@@ -266,6 +266,7 @@ export class Controller {
     try {
       const now = Date.now();
       const c = this.compiler.compile(this.world(), now, d.full ? undefined : d.keys);
+      const compileMs = performance.now() - t0;
       this.last = c;
       this.countInvalid(c);
       for (const r of c.needsKeySecret) this.issueKey(r);
@@ -281,7 +282,8 @@ export class Controller {
       if (w.shards.length > 0) this.o.metrics?.snapshotWritten(w.shards.reduce((n, sh) => n + sh.bytes, 0), w.shards.length, c.keys.size);
       if (w.written) {
         this.stats.snapshotWrites++;
-        this.log.info({ generation: w.generation, version: w.version, shardsWritten: w.shardsWritten, shards: w.shards.length, keys: c.keys.size }, 'snapshot written');
+        const ms = (n: number) => Math.round(n * 10) / 10;
+        this.log.info({ generation: w.generation, version: w.version, shardsWritten: w.shardsWritten, shards: w.shards.length, keys: c.keys.size, full: d.full, compileMs: ms(compileMs), serializeMs: ms(w.serializeMs), putMs: ms(w.putMs) }, 'snapshot written');
       }
       if (w.rejectedKeys.size) {
         this.log.error({ rejected: Object.fromEntries(w.rejectedKeys) }, 'the snapshot schema rejected keys the compiler accepted; nothing written');

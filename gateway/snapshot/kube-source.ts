@@ -106,6 +106,8 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
   const shardCache = new Map<string, { orgs: string; keys: Snapshot['apiKeys']; runtime: RuntimeBase | undefined; pairs: [string, RuntimeKey][] }>();
 
   function assemble(): void {
+    const t0 = performance.now();
+    let parsedShards = 0;
     const manifestText = text(informer.get(MANIFEST_SECRET), 'manifest.json');
     const baseText = text(informer.get(MANIFEST_SECRET), 'base.json');
     if (!manifestText || !baseText) return wait(`Secret ${MANIFEST_SECRET} not found`);
@@ -151,6 +153,7 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
           return reject((err as Error).message);
         }
         shardCache.set(sh.checksum, shard);
+        parsedShards++;
       }
       if (shard.runtime !== base.runtime) {
         shard.pairs = compileKeys(shard.keys, base.runtime.organizations);
@@ -167,7 +170,7 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
     for (const key of shardCache.keys()) if (!used.has(key)) shardCache.delete(key);
     o.holder.set({ version: manifest.version, generation: manifest.generation, loadedAt: Date.now(), ...base.runtime, keysByHash });
     waitingFor = '';
-    o.log.info({ version: manifest.version, generation: manifest.generation, keys: keysByHash.size }, 'snapshot loaded from the cluster');
+    o.log.info({ version: manifest.version, generation: manifest.generation, keys: keysByHash.size, shardsParsed: parsedShards, assembleMs: Math.round((performance.now() - t0) * 10) / 10 }, 'snapshot loaded from the cluster');
     markLoaded();
     void report();
   }
