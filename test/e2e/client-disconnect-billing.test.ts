@@ -10,8 +10,8 @@ beforeAll(async () => {
   t = await startTestGateway({
     config: (c) => ({
       ...c,
-      providers: [...c.providers, { ...c.providers[0], id: 'fake-abort', onClientDisconnect: 'abort' }],
-      models: [...c.models, { id: 'openai/abort-on-leave', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-abort', model: 'gpt-4o-mini-2024-07-18' }] } }],
+      providers: [...c.providers!, { ...c.providers![0], id: 'fake-abort', onClientDisconnect: 'abort' }],
+      models: [...c.models!, { id: 'openai/abort-on-leave', pricingGroup: 'mini', protocols: { openai: [{ provider: 'fake-abort', model: 'gpt-4o-mini-2024-07-18' }] } }],
     }),
   });
 });
