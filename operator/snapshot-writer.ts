@@ -14,7 +14,11 @@ import { statusOf } from './kube.ts';
 export interface WriterOptions {
   /** Upper bound for one shard's data as stored (base64 of gzip), well under the 1 MiB object limit. */
   maxShardBytes?: number;
-  /** Uncompressed JSON per shard the shard count aims for. */
+  /**
+   * Uncompressed JSON per shard the shard count aims for (default 128 KiB, ~500 keys): what one key change costs
+   * the operator (validate, gzip, write) and every gateway (gunzip, parse, validate) is one shard of this size;
+   * the manifest, rewritten with every change, grows by ~110 bytes per shard (128 shards at 50,000 keys).
+   */
   targetShardJsonBytes?: number;
   concurrency?: number;
 }
@@ -63,7 +67,7 @@ export class SnapshotWriter {
   constructor(client: KubeClient, opts: WriterOptions = {}) {
     this.client = client;
     this.maxShardBytes = opts.maxShardBytes ?? 700 * 1024;
-    this.targetShardJsonBytes = opts.targetShardJsonBytes ?? 1024 * 1024;
+    this.targetShardJsonBytes = opts.targetShardJsonBytes ?? 128 * 1024;
     this.concurrency = opts.concurrency ?? 8;
   }
 
