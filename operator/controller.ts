@@ -12,7 +12,7 @@ import { Compiler } from './compile.ts';
 import type { Logger } from '../kube/informer.ts';
 import { Informer, quietLogger } from '../kube/informer.ts';
 import type { ChangeType } from '../kube/informer.ts';
-import type { ApiKeySpec, Kind, Resource, SecretObject } from './kinds.ts';
+import type { ApiKeySpec, Condition, Kind, Resource, SecretObject } from './kinds.ts';
 import { API_KEY_LABEL, API_VERSION, KIND_NAMES, keySecretName, refOf } from './kinds.ts';
 import type { KubeClient } from './kube.ts';
 import { statusOf } from './kube.ts';
@@ -442,27 +442,54 @@ export class Controller {
 }
 
 /**
- * What the caches keep of each object is what a pass reads; at 50,000 ApiKeys and their Secrets every field dropped
- * here is 50,000 copies fewer. Kind, apiVersion and namespace are known from the informer; a Secret's uid, creation
+ * What the caches keep of each object is what a pass reads; at 50,000 ApiKeys and their Secrets every field left
+ * out is 50,000 copies fewer. Kind, apiVersion and namespace are known from the informer; a Secret's uid, creation
  * time and type are never read, nor an owner reference's apiVersion and flags (only its kind, name and uid).
+ * New objects rather than deletions: V8 keeps an object that lost properties in a slower, larger form.
  */
 function trimResource(r: Resource): Resource {
-  const o = r as Partial<Resource>;
-  delete o.apiVersion;
-  delete o.kind;
-  delete r.metadata.namespace;
-  return r;
+  const m = r.metadata;
+  const meta: Resource['metadata'] = { name: m.name, uid: m.uid, resourceVersion: m.resourceVersion, generation: m.generation, creationTimestamp: m.creationTimestamp };
+  if (m.deletionTimestamp) meta.deletionTimestamp = m.deletionTimestamp;
+  if (m.finalizers) meta.finalizers = m.finalizers.map((f) => intern(f));
+  if (m.labels) meta.labels = m.labels;
+  if (m.annotations) meta.annotations = { ...m.annotations };
+  const out: Resource = { metadata: meta, spec: r.spec };
+  if (r.status) out.status = r.status.conditions ? { ...r.status, conditions: r.status.conditions.map(internCondition) } : r.status;
+  return out;
+}
+
+/**
+ * Condition fields repeat across 50,000 ApiKeys ("Ready", "True", "Served", "2/2 pods serve generation 7", one
+ * transition time), yet JSON.parse gives every object its own copies: one shared string each halves what a
+ * condition costs. Unique texts (a key's Ready message) are shared with nothing and kept as they are.
+ */
+const pool = new Map<string, string>();
+function intern(s: string): string;
+function intern(s: string | undefined): string | undefined;
+function intern(s: string | undefined): string | undefined {
+  if (s === undefined || s.length > 64) return s;
+  const v = pool.get(s);
+  if (v !== undefined) return v;
+  // Bounded: the set of texts that repeat is small; a pool that fills up with one-offs starts again.
+  if (pool.size >= 4096) pool.clear();
+  pool.set(s, s);
+  return s;
+}
+
+function internCondition(c: Condition): Condition {
+  const out: Condition = { type: intern(c.type), status: intern(c.status) as Condition['status'], reason: intern(c.reason), message: intern(c.message) };
+  if (c.observedGeneration !== undefined) out.observedGeneration = c.observedGeneration;
+  if (c.lastTransitionTime !== undefined) out.lastTransitionTime = intern(c.lastTransitionTime);
+  return out;
 }
 
 function trimSecret(s: SecretObject): SecretObject {
-  const o = s as SecretObject & { apiVersion?: string; kind?: string; type?: string };
-  delete o.apiVersion;
-  delete o.kind;
-  delete o.type;
   const m = s.metadata;
-  delete m.namespace;
-  delete m.uid;
-  delete m.creationTimestamp;
-  if (m.ownerReferences) m.ownerReferences = m.ownerReferences.map((ref) => ({ kind: ref.kind, name: ref.name, uid: ref.uid }) as typeof ref);
-  return s;
+  const meta: SecretObject['metadata'] = { name: m.name, resourceVersion: m.resourceVersion };
+  if (m.deletionTimestamp) meta.deletionTimestamp = m.deletionTimestamp;
+  if (m.labels) meta.labels = m.labels;
+  if (m.annotations) meta.annotations = { ...m.annotations };
+  if (m.ownerReferences) meta.ownerReferences = m.ownerReferences.map((ref) => ({ kind: intern(ref.kind), name: ref.name, uid: ref.uid }) as typeof ref);
+  return { metadata: meta, data: s.data };
 }
