@@ -31,6 +31,6 @@ for (let i = 0; i < N; i++) {
 }
 const dir = mkdtempSync(join(tmpdir(), 'tg-k8s-mem-'));
 writeFileSync(join(dir, 'kubeconfig'), api.kubeConfig(NS).exportConfig());
-const c = spawn(process.execPath, ['--expose-gc', 'bench/.tmp-k8s/mem-child.ts'], { cwd: '/work/wt/k8s', env: { ...process.env, KUBECONFIG: join(dir, 'kubeconfig') }, stdio: 'inherit' });
+const c = spawn(process.execPath, ['--expose-gc', ...(process.env.MEMFLAGS ? process.env.MEMFLAGS.split(' ') : []), 'bench/.tmp-k8s/mem-child.ts'], { cwd: '/work/wt/k8s', env: { ...process.env, KUBECONFIG: join(dir, 'kubeconfig') }, stdio: 'inherit' });
 await new Promise((r) => c.on('exit', r));
 await api.stop();
