@@ -6,7 +6,7 @@
 // change is also broken into stages from the processes' own log lines (operator: compile, serialize, API writes;
 // gateway: assemble) and the CPU time (utime+stime from /proc) each process spent on it, which a loaded machine
 // does not inflate the way it inflates wall time.
-//   node bench/k8s-scale.ts [--keys 50000]
+//   node bench/k8s-scale.ts [--keys 50000] [--operator-heap 384]
 // docs/kubernetes.md quotes its output. One or two runs only: it loads a shared machine for a minute or two.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -22,12 +22,14 @@ import { API_KEY_LABEL, API_VERSION, FINALIZER } from '../operator/kinds.ts';
 import { startFakeApiServer } from '../test/k8s-fake/api-server.ts';
 import { TestCluster } from '../test/k8s-fake/cluster.ts';
 
-const { values } = parseArgs({ options: { keys: { type: 'string', default: '50000' } } });
+const { values } = parseArgs({ options: { keys: { type: 'string', default: '50000' }, 'operator-heap': { type: 'string', default: '384' } } });
 const N = Number(values.keys);
 const NS = 'scale';
 const APIKEYS = 'tollgate.dev/v1alpha1/apikeys';
 const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const NODE = process.execPath;
+// As the chart runs the operator (operator.heapMiB); --operator-heap 0 leaves the old generation unbounded.
+const OPERATOR_NODE_OPTIONS = `--max-semi-space-size=8${values['operator-heap'] === '0' ? '' : ` --max-old-space-size=${values['operator-heap']}`}`;
 const PG = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-k8s-scale-'));
@@ -65,7 +67,7 @@ const children: ChildProcess[] = [];
 /** Log lines carrying stage timings, by process name, in arrival order. */
 const lines = new Map<string, Record<string, unknown>[]>();
 function run(name: string, args: string[], env: Record<string, string>): ChildProcess {
-  const c = spawn(NODE, args, { env: { ...process.env, NODE_OPTIONS: '--max-semi-space-size=8', KUBECONFIG: kubeconfig, TOLLGATE_NAMESPACE: NS, TOLLGATE_METRICS_PORT: 'off', TOLLGATE_ADMIN_PORT: 'off', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const c = spawn(NODE, args, { env: { ...process.env, NODE_OPTIONS: name === 'operator' ? OPERATOR_NODE_OPTIONS : '--max-semi-space-size=8', KUBECONFIG: kubeconfig, TOLLGATE_NAMESPACE: NS, TOLLGATE_METRICS_PORT: 'off', TOLLGATE_ADMIN_PORT: 'off', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   c.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${name}] ${d.toString()}`));
   const mine: Record<string, unknown>[] = [];
   lines.set(name, mine);

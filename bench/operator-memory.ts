@@ -1,11 +1,16 @@
+// The operator's memory at scale, by part: the fake API server (this process) holds N ApiKeys (default 50,000)
+// with their key Secrets, seeded settled; bench/operator-memory-child.ts runs the operator's controller in its own
+// process, waits for the first snapshot, then drops each part (caches, compiler, writer, status bookkeeping) and
+// prints how much live heap each held, with the peak heap and the RSS. ADR 0025 quotes it.
+//   node bench/operator-memory.ts [N]     (MEMFLAGS="--max-old-space-size=320" bounds the child's heap)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { displayPrefix } from '/work/wt/k8s/gateway/auth/api-key.ts';
-import { API_KEY_LABEL, API_VERSION, FINALIZER } from '/work/wt/k8s/operator/kinds.ts';
-import { startFakeApiServer } from '/work/wt/k8s/test/k8s-fake/api-server.ts';
+import { displayPrefix } from '../gateway/auth/api-key.ts';
+import { API_KEY_LABEL, API_VERSION, FINALIZER } from '../operator/kinds.ts';
+import { startFakeApiServer } from '../test/k8s-fake/api-server.ts';
 const N = Number(process.argv[2] ?? 50000);
 const NS = 'scale';
 const APIKEYS = 'tollgate.dev/v1alpha1/apikeys';
@@ -31,6 +36,7 @@ for (let i = 0; i < N; i++) {
 }
 const dir = mkdtempSync(join(tmpdir(), 'tg-k8s-mem-'));
 writeFileSync(join(dir, 'kubeconfig'), api.kubeConfig(NS).exportConfig());
-const c = spawn(process.execPath, ['--expose-gc', ...(process.env.MEMFLAGS ? process.env.MEMFLAGS.split(' ') : []), 'bench/.tmp-k8s/mem-child.ts'], { cwd: '/work/wt/k8s', env: { ...process.env, KUBECONFIG: join(dir, 'kubeconfig') }, stdio: 'inherit' });
+const c = spawn(process.execPath, ['--expose-gc', ...(process.env.MEMFLAGS ? process.env.MEMFLAGS.split(' ') : []), 'bench/operator-memory-child.ts'], { env: { ...process.env, KUBECONFIG: join(dir, 'kubeconfig') }, stdio: 'inherit' });
 await new Promise((r) => c.on('exit', r));
 await api.stop();
+rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,8 @@
-// Operator memory breakdown at scale: run the controller, then drop its parts one by one and measure the heap.
+// Child of bench/operator-memory.ts: runs the operator's controller, then drops its parts one by one and measures
+// the live heap after a full collection each time (needs --expose-gc).
 import { KubeConfig } from '@kubernetes/client-node';
-import { Controller } from '/work/wt/k8s/operator/controller.ts';
-import { KubeClient } from '/work/wt/k8s/operator/kube.ts';
+import { Controller } from '../operator/controller.ts';
+import { KubeClient } from '../operator/kube.ts';
 const kc = new KubeConfig();
 kc.loadFromDefault();
 const gc = (globalThis as { gc?: () => void }).gc!;
