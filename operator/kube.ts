@@ -111,8 +111,8 @@ export class KubeClient {
 
 export type { Condition };
 
-/** Objects per list call: a relist of 50,000 ApiKeys or Secrets holds one page's response at a time, not all of it. */
-export const LIST_PAGE = 500;
+/** Objects per list call: a relist of 50,000 ApiKeys or Secrets holds one page's response at a time (a few MB), not all of it; 25 calls, not 100, for the two lists at 50,000. */
+export const LIST_PAGE = 2000;
 
 interface Page<T> {
   items: T[];
