@@ -2,8 +2,11 @@
 // (default 50,000) with their key Secrets, seeded in their settled state; an operator process and two gateway
 // processes run from the repository's entry points, as the image runs them. Measured: operator start to first
 // snapshot, each gateway's first load, one key change to every gateway, and every process's RSS (VmRSS, VmHWM).
-// Gateways are observed through their report Leases in the API server, so no process is instrumented.
-//   node bench/k8s-scale.ts [--keys 50000]
+// Gateways are observed through their report Leases in the API server, so no process is instrumented; each
+// change is also broken into stages from the processes' own log lines (operator: compile, serialize, API writes;
+// gateway: assemble) and the CPU time (utime+stime from /proc) each process spent on it, which a loaded machine
+// does not inflate the way it inflates wall time.
+//   node bench/k8s-scale.ts [--keys 50000] [--operator-heap 384]
 // docs/kubernetes.md quotes its output. One or two runs only: it loads a shared machine for a minute or two.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -19,12 +22,14 @@ import { API_KEY_LABEL, API_VERSION, FINALIZER } from '../operator/kinds.ts';
 import { startFakeApiServer } from '../test/k8s-fake/api-server.ts';
 import { TestCluster } from '../test/k8s-fake/cluster.ts';
 
-const { values } = parseArgs({ options: { keys: { type: 'string', default: '50000' } } });
+const { values } = parseArgs({ options: { keys: { type: 'string', default: '50000' }, 'operator-heap': { type: 'string', default: '384' } } });
 const N = Number(values.keys);
 const NS = 'scale';
 const APIKEYS = 'tollgate.dev/v1alpha1/apikeys';
 const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const NODE = process.execPath;
+// As the chart runs the operator (operator.heapMiB); --operator-heap 0 leaves the old generation unbounded.
+const OPERATOR_NODE_OPTIONS = `--max-semi-space-size=8${values['operator-heap'] === '0' ? '' : ` --max-old-space-size=${values['operator-heap']}`}`;
 const PG = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-k8s-scale-'));
@@ -59,12 +64,40 @@ const dbUrl = new URL(PG);
 dbUrl.pathname = `/${dbName}`;
 
 const children: ChildProcess[] = [];
+/** Log lines carrying stage timings, by process name, in arrival order. */
+const lines = new Map<string, Record<string, unknown>[]>();
 function run(name: string, args: string[], env: Record<string, string>): ChildProcess {
-  const c = spawn(NODE, args, { env: { ...process.env, NODE_OPTIONS: '--max-semi-space-size=8', KUBECONFIG: kubeconfig, TOLLGATE_NAMESPACE: NS, TOLLGATE_METRICS_PORT: 'off', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const c = spawn(NODE, args, { env: { ...process.env, NODE_OPTIONS: name === 'operator' ? OPERATOR_NODE_OPTIONS : '--max-semi-space-size=8', KUBECONFIG: kubeconfig, TOLLGATE_NAMESPACE: NS, TOLLGATE_METRICS_PORT: 'off', TOLLGATE_ADMIN_PORT: 'off', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   c.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${name}] ${d.toString()}`));
+  const mine: Record<string, unknown>[] = [];
+  lines.set(name, mine);
+  let rest = '';
+  c.stdout!.on('data', (d: Buffer) => {
+    const parts = (rest + d.toString()).split('\n');
+    rest = parts.pop()!;
+    for (const l of parts) {
+      if (!l.includes('snapshot written') && !l.includes('snapshot loaded from the cluster')) continue;
+      try {
+        mine.push(JSON.parse(l) as Record<string, unknown>);
+      } catch {
+        // not JSON: ignore
+      }
+    }
+  });
   children.push(c);
   return c;
 }
+const TICK_MS = 10; // USER_HZ is 100 on Linux
+/** utime+stime of a process, ms. */
+const cpu = (c: ChildProcess): number => {
+  const f = readFileSync(`/proc/${c.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * TICK_MS;
+};
+const selfCpu = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+const lineFor = (name: string, msg: string, generation: number) => lines.get(name)?.find((l) => l.msg === msg && l.generation === generation);
 const rss = (c: ChildProcess) => {
   const st = readFileSync(`/proc/${c.pid}/status`, 'utf8');
   const kb = (f: string) => Number(new RegExp(`${f}:\\s+(\\d+)`).exec(st)?.[1] ?? 0);
@@ -94,25 +127,54 @@ async function until(what: string, ok: () => boolean, ms = 600_000): Promise<num
 const figures: Record<string, unknown> = { keys: N };
 try {
   const op = run('operator', ['operator/main.ts'], { TOLLGATE_LEADER_ELECTION: 'false' });
+  const opCpu0 = cpu(op);
   figures.operatorStartToFirstSnapshotMs = await until('first snapshot', () => manifestGeneration() > 0);
+  figures.operatorFirstSnapshotCpuMs = cpu(op) - opCpu0;
+  const first = lineFor('operator', 'snapshot written', manifestGeneration());
+  if (first) figures.operatorFirstPass = { compileMs: first.compileMs, serializeMs: first.serializeMs, putMs: first.putMs, shards: first.shards };
   const pods = ['gw-a', 'gw-b'];
   const t0 = performance.now();
   const gws = pods.map((pod, i) => run(pod, ['gateway/cli.ts', 'start', '--kubernetes', '--port', '0', '--host', '127.0.0.1'], { POD_NAME: pod, DATABASE_URL: dbUrl.toString(), TOLLGATE_DATA_DIR: join(dir, `gw-${i}`) }));
   const g1 = manifestGeneration();
   await until('gateways loaded', () => pods.every((p) => served(p) >= g1));
   figures.gatewayStartToServingMs = Math.round(performance.now() - t0);
+  figures.gatewayFirstLoad = pods.map((p) => {
+    const l = lineFor(p, 'snapshot loaded from the cluster', g1);
+    return { assembleMs: l?.assembleMs, shardsParsed: l?.shardsParsed };
+  });
   await new Promise((r) => setTimeout(r, 3000));
   const cluster = new TestCluster(api.kubeConfig(NS), NS);
   const change: number[] = [];
-  for (const [i, name] of ['key-1', `key-${N >> 1}`, `key-${N - 1}`].entries()) {
+  const stages: Record<string, unknown>[] = [];
+  const procs = { operator: op, 'gw-a': gws[0], 'gw-b': gws[1] };
+  const cpuAll = () => ({ ...Object.fromEntries(Object.entries(procs).map(([n, c]) => [n, cpu(c)])), apiServer: selfCpu() });
+  const diff = (a: Record<string, number>, b: Record<string, number>) => Object.fromEntries(Object.keys(a).map((k) => [k, Math.round(b[k] - a[k])]));
+  for (const [i, name] of ['key-1', `key-${N >> 1}`, `key-${N - 1}`, 'key-2', `key-${N >> 2}`].entries()) {
     const before = manifestGeneration();
+    const c0 = cpuAll();
     const t = performance.now();
     await cluster.patchSpec('ApiKey', name, { disabled: true });
     await until(`change ${i}`, () => pods.every((p) => served(p) > before), 60_000);
     change.push(Math.round(performance.now() - t));
-    await new Promise((r) => setTimeout(r, 1000));
+    const c1 = cpuAll();
+    await new Promise((r) => setTimeout(r, 1500));
+    const c2 = cpuAll();
+    const g = manifestGeneration();
+    const w = lineFor('operator', 'snapshot written', g);
+    stages.push({
+      generation: g,
+      operator: w && { compileMs: w.compileMs, serializeMs: w.serializeMs, putMs: w.putMs, shardsWritten: w.shardsWritten },
+      gateways: pods.map((p) => {
+        const l = lineFor(p, 'snapshot loaded from the cluster', g);
+        return l && { assembleMs: l.assembleMs, shardsParsed: l.shardsParsed };
+      }),
+      // CPU ms per process from the API write until every gateway served the change, and for the 1.5 s after (status writes, reports).
+      cpuToServedMs: diff(c0, c1),
+      cpuAfterMs: diff(c1, c2),
+    });
   }
   figures.oneKeyChangeToEveryGatewayMs = change;
+  figures.changeStages = stages;
   figures.operator = rss(op);
   figures.gateways = gws.map(rss);
 } finally {
@@ -124,4 +186,5 @@ try {
   await admin.end();
   rmSync(dir, { recursive: true, force: true });
 }
+figures.loadAverage = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 console.log(`[k8s-scale] ${JSON.stringify(figures)}`);

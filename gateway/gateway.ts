@@ -17,6 +17,7 @@ import { SnapshotHolder } from './snapshot/holder.ts';
 import { openStore, resolveDataDir } from './store/open.ts';
 import type { Store } from './store/store.ts';
 import { UpstreamClient } from './upstream/client.ts';
+import { InFlight } from './relay/in-flight.ts';
 import { bufferedAccessLogger } from './telemetry/access-log.ts';
 import { startAdminServer } from './telemetry/admin-server.ts';
 import { observeUpstreams } from './resilience/metrics.ts';
@@ -137,6 +138,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const health = opts.health ?? defaultRegistry;
   observeUpstreams(telemetry.meter, health);
   const upstream = new UpstreamClient();
+  const inflight = new InFlight();
   const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, redisTimeoutMs: opts.redisTimeoutMs, leaseGraceMs: opts.leaseGraceMs, log, store, holder, meter: telemetry.meter });
   const draining = { value: false };
   const ctx: GatewayContext = {
@@ -150,6 +152,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       },
       governor,
       ledger: ledgerSink(ledger),
+      inflight,
     },
     ledger,
     databaseReachable: async () => {
@@ -208,12 +211,13 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
         app.server.closeAllConnections();
         await within(closed, 1000);
       } else await closed;
-      // Relays whose client is gone may read on upstream to bill what was sent: past the budget they get a second,
-      // then their upstream requests are aborted; each still records its row before the journal flush below.
-      if (late && !(await within(upstream.close(), 1000))) {
-        await upstream.destroy().catch(() => {});
-        await new Promise((r) => setImmediate(r));
-      } else if (!late) await upstream.close();
+      if (late) {
+        // Past the budget every relay still open (its client cut above, or gone before and reading on to bill) has
+        // its upstream read aborted and records what it relayed, estimated; the journal flush below then holds it.
+        inflight.cut();
+        if (!(await inflight.settled(1000))) log.error({ open: inflight.size }, 'relays still open after the cut: their rows may be missing');
+        if (!(await within(upstream.close(), 500))) await upstream.destroy().catch(() => {});
+      } else await upstream.close();
       await governor.close();
       await ledger.close();
       if (ownsStore) await store.close();

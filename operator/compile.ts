@@ -58,7 +58,10 @@ export interface Compiled {
 }
 
 interface KeyMemo {
-  stamp: string;
+  /** What the entry was parsed from: the ApiKey (uid, generation) and its Secret's resourceVersion (strings shared with the caches). */
+  uid: string | undefined;
+  generation: number;
+  secretVersion: string | undefined;
   entry: SnapshotKey | undefined;
   error: string | undefined;
 }
@@ -373,15 +376,16 @@ export class Compiler {
     }
     // The entry depends on the spec (metadata.generation), not on status writes or finalizers (resourceVersion):
     // the echo of a status write re-hashes nothing and leaves the key's shard as it is.
-    const stamp = `${r.metadata.uid}|${generation}|${secret.metadata.resourceVersion}`;
+    const uid = r.metadata.uid;
+    const secretVersion = secret.metadata.resourceVersion;
     let m = memo;
-    if (!m || m.stamp !== stamp) {
+    if (!m || m.uid !== uid || m.generation !== generation || m.secretVersion !== secretVersion) {
       const key = secretValue(secret, 'key');
-      if (!key || !looksLikeApiKey(key)) m = { stamp, entry: undefined, error: `Secret "${secretName}" data.key is not an sk_live_ key; delete the Secret to issue a new one` };
+      if (!key || !looksLikeApiKey(key)) m = { uid, generation, secretVersion, entry: undefined, error: `Secret "${secretName}" data.key is not an sk_live_ key; delete the Secret to issue a new one` };
       else {
         const s = r.spec ?? {};
         const c = check(apiKeySchema, { id: name, hash: hashApiKey(key), prefix: displayPrefix(key), organization: s.organization, project: s.project, name: s.displayName, disabled: s.disabled, expiresAt: s.expiresAt, createdAt: timestamp(r.metadata.creationTimestamp), limits: s.limits, budget: s.budget });
-        m = c.ok ? { stamp, entry: c.value, error: undefined } : { stamp, entry: undefined, error: c.issues.join('; ') };
+        m = c.ok ? { uid, generation, secretVersion, entry: c.value, error: undefined } : { uid, generation, secretVersion, entry: undefined, error: c.issues.join('; ') };
       }
     }
     if (!m.entry) return bad(m.error!.startsWith('Secret') ? 'InvalidKeySecret' : 'InvalidSpec', m.error!, m);

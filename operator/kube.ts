@@ -2,7 +2,7 @@
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { KubeConfig, V1Lease, V1Secret } from '@kubernetes/client-node';
 import type { Condition, Kind, Resource, SecretObject } from './kinds.ts';
-import { shareConnections, statusOf } from '../kube/informer.ts';
+import { shareConnections, slim, statusOf } from '../kube/informer.ts';
 import { GROUP, KINDS, VERSION } from './kinds.ts';
 
 export { shareConnections, statusOf };
@@ -30,7 +30,7 @@ export class KubeClient {
   }
 
   listResources(kind: Kind, labelSelector?: string): Promise<{ items: Resource[]; metadata?: { resourceVersion?: string } }> {
-    return this.co.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: KINDS[kind], labelSelector });
+    return paged((_continue) => this.co.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: this.namespace, plural: KINDS[kind], labelSelector, limit: LIST_PAGE, _continue }) as Promise<Page<Resource>>);
   }
 
   async patchStatus(kind: Kind, name: string, status: Record<string, unknown>): Promise<void> {
@@ -56,7 +56,7 @@ export class KubeClient {
   }
 
   listSecrets(labelSelector?: string): Promise<{ items: SecretObject[]; metadata?: { resourceVersion?: string } }> {
-    return this.core.listNamespacedSecret({ namespace: this.namespace, labelSelector }) as Promise<{ items: SecretObject[]; metadata?: { resourceVersion?: string } }>;
+    return paged((_continue) => this.core.listNamespacedSecret({ namespace: this.namespace, labelSelector, limit: LIST_PAGE, _continue }) as Promise<Page<SecretObject>>);
   }
 
   async createSecret(body: SecretObject & { stringData?: Record<string, string> }): Promise<SecretObject> {
@@ -110,3 +110,30 @@ export class KubeClient {
 }
 
 export type { Condition };
+
+/** Objects per list call: a relist of 50,000 ApiKeys or Secrets holds one page's response at a time (a few MB), not all of it; 25 calls, not 100, for the two lists at 50,000. */
+export const LIST_PAGE = 2000;
+
+interface Page<T> {
+  items: T[];
+  /** `_continue` from client-node's typed lists, `continue` from the custom-objects API's plain JSON. */
+  metadata?: { resourceVersion?: string; continue?: string; _continue?: string };
+}
+
+/**
+ * A whole list in pages. Each page is slimmed (managedFields, last-applied) as it lands, so the response text and
+ * its parsed copy of one page are what is transient; the list's resourceVersion is the first page's, as the server
+ * keeps every page consistent with it.
+ */
+async function paged<T>(fetch: (cont: string | undefined) => Promise<Page<T>>): Promise<{ items: T[]; metadata: { resourceVersion?: string } }> {
+  const items: T[] = [];
+  let resourceVersion: string | undefined;
+  let cont: string | undefined;
+  do {
+    const page = await fetch(cont);
+    resourceVersion ??= page.metadata?.resourceVersion;
+    for (const item of page.items) items.push(slim(item));
+    cont = page.metadata?._continue || page.metadata?.continue || undefined;
+  } while (cont);
+  return { items, metadata: { resourceVersion } };
+}

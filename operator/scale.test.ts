@@ -138,7 +138,7 @@ describe(`${N} ApiKeys`, () => {
     expect(holder.current!.keysByHash.size).toBe(N);
     await eventually(async () => (await cluster.condition('ApiKey', A, 'Ready'))?.reason === 'Disabled', 60_000, 'status Disabled');
     await controller.idle();
-    // One shard and the manifest, once; the other 15 shards are not touched.
+    // One shard and the manifest, once; the other shards are not touched.
     expect(controller.stats.snapshotWrites - snapshots).toBe(1);
     expect(secretWrites() - writes).toBe(2);
   }, 300_000);

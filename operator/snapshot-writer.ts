@@ -14,7 +14,11 @@ import { statusOf } from './kube.ts';
 export interface WriterOptions {
   /** Upper bound for one shard's data as stored (base64 of gzip), well under the 1 MiB object limit. */
   maxShardBytes?: number;
-  /** Uncompressed JSON per shard the shard count aims for. */
+  /**
+   * Uncompressed JSON per shard the shard count aims for (default 128 KiB, ~500 keys): what one key change costs
+   * the operator (validate, gzip, write) and every gateway (gunzip, parse, validate) is one shard of this size;
+   * the manifest, rewritten with every change, grows by ~110 bytes per shard (128 shards at 50,000 keys).
+   */
   targetShardJsonBytes?: number;
   concurrency?: number;
 }
@@ -27,6 +31,9 @@ export interface WriteResult {
   shards: { name: string; keys: number; bytes: number }[];
   /** A key whose shard the schema rejected (never expected: compile checks first). */
   rejectedKeys: Map<string, string>;
+  /** CPU-bound part (partition, validate, JSON, gzip) and the API writes, in ms: the stages docs/kubernetes.md quotes. */
+  serializeMs: number;
+  putMs: number;
 }
 
 interface ShardState {
@@ -60,7 +67,7 @@ export class SnapshotWriter {
   constructor(client: KubeClient, opts: WriterOptions = {}) {
     this.client = client;
     this.maxShardBytes = opts.maxShardBytes ?? 700 * 1024;
-    this.targetShardJsonBytes = opts.targetShardJsonBytes ?? 1024 * 1024;
+    this.targetShardJsonBytes = opts.targetShardJsonBytes ?? 128 * 1024;
     this.concurrency = opts.concurrency ?? 8;
   }
 
@@ -96,6 +103,7 @@ export class SnapshotWriter {
   }
 
   async write(c: Compiled): Promise<WriteResult> {
+    const t0 = performance.now();
     const baseJson = encodeJson(c.base);
     const orgFingerprint = c.base.organizations.map((o) => o.id).join(',');
     // A pass that changed a few keys keeps the count (a shard that outgrows its limit still doubles it below);
@@ -111,7 +119,7 @@ export class SnapshotWriter {
       ({ next, dirty } = incremental && count === this.shardCount ? this.patch(c, c.changedKeys!) : this.partition(c, count));
       if (count !== this.shardCount || orgFingerprint !== this.orgFingerprint) for (let i = 0; i < count; i++) dirty.add(i);
       for (const i of dirty) this.serialize(next[i], c, rejectedKeys);
-      if (rejectedKeys.size > 0) return { written: false, generation: this.generation, version: this.version, shardsWritten: 0, shards: [], rejectedKeys };
+      if (rejectedKeys.size > 0) return { written: false, generation: this.generation, version: this.version, shardsWritten: 0, shards: [], rejectedKeys, serializeMs: performance.now() - t0, putMs: 0 };
       if (next.every((s) => s.bytes <= this.maxShardBytes) || count >= 4096) break;
       count *= 2;
     }
@@ -119,10 +127,11 @@ export class SnapshotWriter {
     const summary = next.map((s, i) => ({ name: shardSecretName(i), keys: s.members.size, bytes: s.bytes }));
     if (version === this.version && this.stored.get(MANIFEST_SECRET) === version) {
       this.commitState(next, count, baseJson.checksum, orgFingerprint);
-      return { written: false, generation: this.generation, version, shardsWritten: 0, shards: summary, rejectedKeys };
+      return { written: false, generation: this.generation, version, shardsWritten: 0, shards: summary, rejectedKeys, serializeMs: performance.now() - t0, putMs: 0 };
     }
     // Shards first, manifest last: a pod never sees a manifest whose shards are not there yet.
     const toWrite = [...dirty].filter((i) => this.stored.get(shardSecretName(i)) !== next[i].checksum);
+    const t1 = performance.now();
     await this.pool(toWrite, async (i) => {
       const s = next[i];
       await this.put({ metadata: { name: shardSecretName(i), labels: LABELS, annotations: { [CHECKSUM_ANNOTATION]: s.checksum } }, type: 'Opaque', data: { 'keys.json.gz': s.data } }, s.checksum);
@@ -176,7 +185,7 @@ export class SnapshotWriter {
     // Only the keys that changed, unless this was a full pass.
     for (const name of c.changedKeys ?? c.keyGenerations.keys()) since(this.lastKeyGenerations, name, refOf('ApiKey', name), c.keyGenerations.get(name));
     if (!c.changedKeys) for (const name of [...this.lastKeyGenerations.keys()]) if (!c.keyGenerations.has(name)) since(this.lastKeyGenerations, name, refOf('ApiKey', name), undefined);
-    return { written: true, generation, version, shardsWritten: toWrite.length, shards: summary, rejectedKeys };
+    return { written: true, generation, version, shardsWritten: toWrite.length, shards: summary, rejectedKeys, serializeMs: t1 - t0, putMs: performance.now() - t1 };
   }
 
   private commitState(next: ShardState[], count: number, baseChecksum: string, orgFingerprint: string): void {

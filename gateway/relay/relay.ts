@@ -29,6 +29,8 @@ import { ExhaustedError, retryableStatus, sendWithRetries } from '../resilience/
 import type { OnAttempt } from '../resilience/attempts.ts';
 import type { HealthRegistry, TargetHealth } from '../resilience/health.ts';
 import { defaultRegistry } from '../resilience/registry.ts';
+import { DrainCutError } from './in-flight.ts';
+import type { InFlight } from './in-flight.ts';
 
 
 export interface RelayDeps {
@@ -40,6 +42,8 @@ export interface RelayDeps {
   governor?: Governor;
   /** Upstream target health (outlier ejection); the process-wide registry when left out. */
   health?: HealthRegistry;
+  /** The gateway's open relays, so a shutdown past its drain budget can cut and still bill them. */
+  inflight?: InFlight;
 }
 
 export interface RelayCall extends ChargeContext {
@@ -79,11 +83,14 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   const ticket = admission === undefined ? undefined : await admission;
   if (ticket) deps = governed(deps, ticket);
   const controller = new AbortController();
+  deps.inflight?.add(controller);
   const totalMs = call.targets[0].provider.timeouts.totalMs;
   const total = setTimeout(() => controller.abort(new TimeoutError()), totalMs);
   const raw = reply.raw;
   const tel = telemetryOf(reply);
   let clientGone = false;
+  // A cut at the drain budget counts as the client leaving: the relay bills what it relayed and writes nothing more.
+  const gone = () => clientGone || (controller.signal.aborted && controller.signal.reason instanceof DrainCutError);
   const onClose = () => {
     if (raw.writableFinished) return;
     clientGone = true;
@@ -125,13 +132,14 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
     const target = current!;
     if (res.statusCode >= 400) return await upstreamErrorReply(deps, res, reply, call, target);
     const contentType = String(res.headers['content-type'] ?? '');
-    if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, () => clientGone, controller, attempts);
-    else await relayJson(deps, call, target, res, reply, () => clientGone, attempts);
+    if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, gone, controller, attempts);
+    else await relayJson(deps, call, target, res, reply, gone, attempts);
   } catch (err) {
     const gerr = err instanceof GatewayError ? err : upstreamError(err, current?.provider.id ?? 'unknown', controller.signal);
     if (!reply.sent && !raw.headersSent) replyError(reply, call.family, gerr, call.requestId);
   } finally {
     clearTimeout(total);
+    deps.inflight?.delete(controller);
     health?.release();
     raw.off('close', onClose);
     tel.relayEnd();

@@ -19,6 +19,8 @@ import { compileBase, compileKeys } from './runtime.ts';
 import { parseSnapshot } from './validate.ts';
 import type { EjectedTarget } from './kube-ejections.ts';
 import { EJECTED_ANNOTATION, encodeEjected } from './kube-ejections.ts';
+import { KeyIndex } from './key-index.ts';
+import type { IndexedShard } from './key-index.ts';
 
 export interface KubeSourceOptions {
   holder: SnapshotHolder;
@@ -111,8 +113,13 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
   // organization ids, so a price change validates no shard again; it only re-links the keys to the new base.
   let base: { checksum: string; raw: Record<string, unknown>; orgs: string; runtime: RuntimeBase } | undefined;
   const shardCache = new Map<string, { orgs: string; keys: Snapshot['apiKeys']; runtime: RuntimeBase | undefined; pairs: [string, RuntimeKey][] }>();
+  // The served key index, kept across snapshots while the base runtime is the same: a changed shard's keys leave it
+  // and its new keys enter, so one key change costs one shard rather than 50,000 map entries.
+  let index: KeyIndex | undefined;
 
   function assemble(): void {
+    const t0 = performance.now();
+    let parsedShards = 0;
     const manifestText = text(informer.get(MANIFEST_SECRET), 'manifest.json');
     const baseText = text(informer.get(MANIFEST_SECRET), 'base.json');
     if (!manifestText || !baseText) return wait(`Secret ${MANIFEST_SECRET} not found`);
@@ -139,9 +146,8 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
     } catch (err) {
       return reject((err as Error).message);
     }
-    const keysByHash = new Map<string, RuntimeKey>();
-    const ids = new Set<string>();
-    const used = new Set<string>();
+    // Every shard of the manifest, checked (its checksum, the schema with the base) and compiled.
+    const parts: IndexedShard[] = [];
     for (const sh of manifest.shards) {
       // A shard is checked together with the base it refers to (its keys' organizations).
       let shard = shardCache.get(sh.checksum);
@@ -158,23 +164,30 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
           return reject((err as Error).message);
         }
         shardCache.set(sh.checksum, shard);
+        parsedShards++;
       }
       if (shard.runtime !== base.runtime) {
         shard.pairs = compileKeys(shard.keys, base.runtime.organizations);
         shard.runtime = base.runtime;
       }
-      used.add(sh.checksum);
-      // What the schema checks within one shard, across shards: no id and no key twice.
-      for (const [hash, k] of shard.pairs) {
-        if (keysByHash.has(hash) || ids.has(k.id)) return reject(`${sh.name}: key "${k.id}" is in more than one shard`);
-        keysByHash.set(hash, k);
-        ids.add(k.id);
-      }
+      parts.push({ id: `${sh.name}|${sh.checksum}`, pairs: shard.pairs });
     }
+    // Same base: only the shards that changed move in the index. A new base (prices, organizations) re-links every
+    // key to it, in a new index; the one served until now stays as it is if that fails.
+    let why: string | undefined;
+    if (index?.runtime === base.runtime) why = index.update(parts);
+    else {
+      const built = KeyIndex.build(parts, base.runtime);
+      why = built.problem;
+      if (!why) index = built;
+    }
+    if (why || !index) return reject(why ?? 'no key index');
+    const used = new Set(manifest.shards.map((sh) => sh.checksum));
     for (const key of shardCache.keys()) if (!used.has(key)) shardCache.delete(key);
+    const keysByHash = index.byHash;
     o.holder.set({ version: manifest.version, generation: manifest.generation, loadedAt: Date.now(), ...base.runtime, keysByHash });
     waitingFor = '';
-    o.log.info({ version: manifest.version, generation: manifest.generation, keys: keysByHash.size }, 'snapshot loaded from the cluster');
+    o.log.info({ version: manifest.version, generation: manifest.generation, keys: keysByHash.size, shardsParsed: parsedShards, assembleMs: Math.round((performance.now() - t0) * 10) / 10 }, 'snapshot loaded from the cluster');
     markLoaded();
     void report();
   }
@@ -284,3 +297,4 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
     },
   };
 }
+

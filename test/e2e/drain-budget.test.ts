@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../gateway/auth/api-key.ts';
+import { openPgliteStore } from '../../gateway/store/pglite-store.ts';
+import { openPgStore } from '../../gateway/store/pg-store.ts';
 import { startChildGateway } from '../support/child-gateway.ts';
 import { createTestDatabase } from '../support/databases.ts';
 import type { TestDatabase } from '../support/databases.ts';
@@ -38,6 +40,7 @@ describe('drain budget', () => {
         body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'a long story' }], metadata: { fake: 'slow-stream', delay_ms: 2000 } }),
       });
       expect(res.status).toBe(200);
+      const requestId = res.headers.get('x-tollgate-request-id')!;
       const reader = res.body!.getReader();
       await reader.read();
       const text: string[] = [];
@@ -57,6 +60,21 @@ describe('drain budget', () => {
       expect(child.logs.join('')).toContain('drain budget spent: cutting the requests and streams still open');
       expect(await rest).toMatch(/ended|cut/);
       expect(text.join('')).not.toContain('[DONE]');
+      // Billed for what was streamed before the cut: one row, estimated (no usage event came), flushed before exit.
+      const store = db ? openPgStore(db.databaseUrl!) : await openPgliteStore(join(dataDir, 'pglite'));
+      try {
+        const rows = await store.query<{ estimated: boolean; output: string; cost_points: string; stream: boolean }>(
+          'SELECT estimated, output::text AS output, cost_points::text, stream FROM usage_events WHERE request_id = $1',
+          [requestId],
+        );
+        expect(rows.rows, child.logs.join('').slice(-3000)).toHaveLength(1);
+        expect(rows.rows[0].estimated).toBe(true);
+        expect(rows.rows[0].stream).toBe(true);
+        expect(Number(rows.rows[0].output)).toBeGreaterThan(0);
+        expect(rows.rows[0].cost_points).not.toBe('0');
+      } finally {
+        await store.close();
+      }
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
       await db?.drop();

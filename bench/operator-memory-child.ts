@@ -1,0 +1,32 @@
+// Child of bench/operator-memory.ts: runs the operator's controller, then drops its parts one by one and measures
+// the live heap after a full collection each time (needs --expose-gc).
+import { KubeConfig } from '@kubernetes/client-node';
+import { Controller } from '../operator/controller.ts';
+import { KubeClient } from '../operator/kube.ts';
+const kc = new KubeConfig();
+kc.loadFromDefault();
+const gc = (globalThis as { gc?: () => void }).gc!;
+const heap = () => { gc(); gc(); return Math.round(process.memoryUsage().heapUsed / 1e6); };
+const rss = () => Math.round(process.memoryUsage().rss / 1e6);
+const h0 = heap();
+const c = new Controller({ client: new KubeClient(kc, 'scale') });
+const t0 = performance.now();
+let peak = 0; let peakTotal = 0; let phase = 'list'; const phases: Record<string, number> = {};
+setInterval(() => { const m = process.memoryUsage(); peak = Math.max(peak, m.heapUsed); peakTotal = Math.max(peakTotal, m.heapTotal); phases[phase] = Math.max(phases[phase] ?? 0, Math.round(m.heapUsed / 1e6)); }, 20).unref();
+await c.start();
+phase = 'pass';
+while (!c.stats.lastWrite?.written) await new Promise((r) => setTimeout(r, 100));
+await c.idle();
+const out: Record<string, unknown> = { peakHeapUsed: Math.round(peak / 1e6), peakHeapTotal: Math.round(peakTotal / 1e6), phases, heapTotalNow: Math.round(process.memoryUsage().heapTotal / 1e6), firstSnapshotMs: Math.round(performance.now() - t0), heapStart: h0, heapAfter: heap(), rss: rss(), arrayBuffers: Math.round(process.memoryUsage().arrayBuffers / 1e6) };
+const any = c as unknown as Record<string, unknown>;
+let prev = heap();
+const drop = (label: string, f: () => void) => { f(); const h = heap(); out[label] = prev - h; prev = h; };
+drop('secretsCache', () => (c.secrets as unknown as { cache: Map<string, unknown> }).cache.clear());
+drop('apiKeyCache', () => (c.informers.ApiKey as unknown as { cache: Map<string, unknown> }).cache.clear());
+drop('statusMaps', () => { (any.settled as Map<string, unknown>).clear(); (any.sentStatus as Map<string, unknown>).clear(); (any.podDependent as Set<string>).clear(); });
+drop('lastCompiled', () => { c.last = undefined; c.stats.lastWrite = undefined; });
+drop('writer', () => { any.writer = undefined; });
+drop('compiler', () => { any.compiler = undefined; });
+out.heapLeft = prev;
+console.log(JSON.stringify(out));
+process.exit(0);
