@@ -22,7 +22,6 @@ import { WorkQueue } from './work-queue.ts';
 import { desiredStatus, livePods, sameStatus, statusKey } from './status.ts';
 import { aggregateEjections, appliedAtGeneration, expiryDelay, finalizersToAdd, finalizersToRelease, holdCondition, invalidCounts, isMistake, statusExtra, statusInputs, upstreamsCondition } from './reconcile.ts';
 import type { Ejection } from './reconcile.ts';
-import type { Condition } from './kinds.ts';
 import type { OperatorMetrics } from './metrics.ts';
 
 export interface ControllerOptions {
