@@ -35,6 +35,9 @@ const { values } = parseArgs({
     rate: { type: 'string', default: '1000' },
     'rate-seconds': { type: 'string', default: '5' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+    // Profiling: only these targets (comma-separated names), and a V8 CPU profile of each gateway into this directory.
+    only: { type: 'string' },
+    'cpu-prof': { type: 'string' },
   },
 });
 const requests = Number(values.requests);
@@ -43,6 +46,13 @@ const prefix = `tollgate-bench:${randomUUID()}:`;
 const dbs: BenchDatabase[] = [];
 const HIGH = { rpm: 1_000_000_000, tpm: 1_000_000_000, concurrency: 1_000_000 };
 const BUDGET = { month: '1000000000', total: '1000000000' };
+
+const only = values.only?.split(',');
+const wanted = (name: string) => only === undefined || only.includes(name);
+function nodeOptions(name: string): string {
+  const dir = values['cpu-prof'];
+  return dir ? `${GATEWAY_NODE_OPTIONS} --cpu-prof --cpu-prof-dir=${dir} --cpu-prof-name=${name}.cpuprofile` : GATEWAY_NODE_OPTIONS;
+}
 
 async function startGateway(name: string, upstreamUrl: string, limited: boolean, env: Record<string, string> = {}): Promise<Running & { dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-limits-'));
@@ -63,7 +73,7 @@ async function startGateway(name: string, upstreamUrl: string, limited: boolean,
   const proc: ServerProc = await spawnServer({
     name,
     args: ['gateway/cli.ts', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
-    env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, TOLLGATE_ADMIN_PORT: 'off', ...env },
+    env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions(name), TOLLGATE_ADMIN_PORT: 'off', ...env },
     readyUrl: `${url}/healthz`,
     url,
     timeoutMs: 60_000,
@@ -145,25 +155,25 @@ function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
   return out;
 }
 console.log('governor alone, in-process, µs CPU per admission + settlement:');
-console.table(governorAlone());
+if (only === undefined) console.table(governorAlone());
 
 const up = await startUpstream();
 const running: Running[] = [];
 try {
-  running.push(await startBare(up.target.origin));
-  running.push(await startGateway('limits-off', up.target.origin, false));
-  running.push(await startGateway('limits-in-process', up.target.origin, true));
-  running.push(await startGateway('limits-redis', up.target.origin, true, { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix }));
+  if (wanted('bare')) running.push(await startBare(up.target.origin));
+  if (wanted('limits-off')) running.push(await startGateway('limits-off', up.target.origin, false));
+  if (wanted('limits-in-process')) running.push(await startGateway('limits-in-process', up.target.origin, true));
+  if (wanted('limits-redis')) running.push(await startGateway('limits-redis', up.target.origin, true, { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix }));
   const body = chatBody();
   for (const r of running) await fixedCount(r.target, body, 500); // warm-up
   const cpu = new Map<string, number[]>(running.map((r) => [r.target.name, []]));
   for (let round = 0; round < Number(values.rounds); round++) for (const r of running) cpu.get(r.target.name)!.push(await fixedCount(r.target, body, requests));
   const p99 = new Map<string, number>();
   for (const r of running) p99.set(r.target.name, (await paced(r.target, body, { rate: Number(values.rate), seconds: Number(values['rate-seconds']) })).latency.p99);
-  const off = median(cpu.get('limits-off')!);
+  const off = cpu.has('limits-off') ? median(cpu.get('limits-off')!) : NaN;
   const rows = running.map((r) => {
     const c = median(cpu.get(r.target.name)!);
-    return { target: r.target.name, cpuUsPerRequest: +(c * 1e6).toFixed(1), addedVsOffUs: +((c - off) * 1e6).toFixed(1), p99AtRateMs: +p99.get(r.target.name)!.toFixed(2), p99AddedVsOffMs: +(p99.get(r.target.name)! - p99.get('limits-off')!).toFixed(2) };
+    return { target: r.target.name, cpuUsPerRequest: +(c * 1e6).toFixed(1), addedVsOffUs: +((c - off) * 1e6).toFixed(1), p99AtRateMs: +p99.get(r.target.name)!.toFixed(2), p99AddedVsOffMs: +(p99.get(r.target.name)! - (p99.get('limits-off') ?? NaN)).toFixed(2) };
   });
   console.log(`requests ${requests} x ${values.rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s`);
   console.table(rows);
