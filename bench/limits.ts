@@ -2,10 +2,12 @@
 // in-process, and with limits counted in Redis (the machine's Redis at 127.0.0.1:6379, own key prefix, removed after).
 // Every limit is set far above the load so nothing is refused: what is measured is the cost of counting.
 // Rounds interleave the targets so a noisy neighbour on the shared cores hits all of them alike.
-//   node bench/limits.ts [--requests 5000] [--concurrency 32] [--rounds 2] [--rate 1000] [--rate-seconds 5]
+// The last line of output is the result as JSON after a marker (`npm run bench` reads it; bench/limits-result.ts).
+//   node bench/limits.ts [--requests 5000] [--concurrency 32] [--rounds 3] [--rate 1000] [--rate-seconds 5]
+//   profiling: [--only limits-off,limits-redis] [--cpu-prof <dir>]
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
@@ -18,6 +20,8 @@ import { MemoryBackend } from '../gateway/governance/memory-backend.ts';
 import type { LedgerRow } from '../gateway/ledger/row.ts';
 import { compileSnapshot } from '../gateway/snapshot/runtime.ts';
 import { snapshotSchema } from '../gateway/snapshot/schema.ts';
+import type { LimitsResult, LimitsTargetRow } from './benchmarks-doc.ts';
+import { RESULT_MARK } from './limits-result.ts';
 import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
 import { chatBody, paced } from './load.ts';
@@ -31,7 +35,7 @@ const { values } = parseArgs({
   options: {
     requests: { type: 'string', default: '5000' },
     concurrency: { type: 'string', default: '32' },
-    rounds: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '3' },
     rate: { type: 'string', default: '1000' },
     'rate-seconds': { type: 'string', default: '5' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
@@ -154,8 +158,10 @@ function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
   }
   return out;
 }
+const loadBefore = loadavg()[0];
+const alone = only === undefined ? governorAlone() : [];
 console.log('governor alone, in-process, µs CPU per admission + settlement:');
-if (only === undefined) console.table(governorAlone());
+console.table(alone);
 
 const up = await startUpstream();
 const running: Running[] = [];
@@ -165,19 +171,31 @@ try {
   if (wanted('limits-in-process')) running.push(await startGateway('limits-in-process', up.target.origin, true));
   if (wanted('limits-redis')) running.push(await startGateway('limits-redis', up.target.origin, true, { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix }));
   const body = chatBody();
-  for (const r of running) await fixedCount(r.target, body, 500); // warm-up
+  for (const r of running) await fixedCount(r.target, body, Math.min(500, requests)); // warm-up
+  // Interleaved rounds; each round's figure for a target is paired with limits-off's in the same round, and the
+  // median of those differences is reported (a neighbour's burst then spoils one pair, not the comparison).
   const cpu = new Map<string, number[]>(running.map((r) => [r.target.name, []]));
-  for (let round = 0; round < Number(values.rounds); round++) for (const r of running) cpu.get(r.target.name)!.push(await fixedCount(r.target, body, requests));
-  const p99 = new Map<string, number>();
-  for (const r of running) p99.set(r.target.name, (await paced(r.target, body, { rate: Number(values.rate), seconds: Number(values['rate-seconds']) })).latency.p99);
-  const off = cpu.has('limits-off') ? median(cpu.get('limits-off')!) : NaN;
-  const rows = running.map((r) => {
-    const c = median(cpu.get(r.target.name)!);
-    return { target: r.target.name, cpuUsPerRequest: +(c * 1e6).toFixed(1), addedVsOffUs: +((c - off) * 1e6).toFixed(1), p99AtRateMs: +p99.get(r.target.name)!.toFixed(2), p99AddedVsOffMs: +(p99.get(r.target.name)! - (p99.get('limits-off') ?? NaN)).toFixed(2) };
-  });
-  console.log(`requests ${requests} x ${values.rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s`);
+  const p99 = new Map<string, number[]>(running.map((r) => [r.target.name, []]));
+  const rounds = Number(values.rounds);
+  for (let round = 0; round < rounds; round++) {
+    for (const r of running) cpu.get(r.target.name)!.push(await fixedCount(r.target, body, requests));
+    for (const r of running) p99.get(r.target.name)!.push((await paced(r.target, body, { rate: Number(values.rate), seconds: Number(values['rate-seconds']) })).latency.p99);
+  }
+  const paired = (m: Map<string, number[]>, name: string) => {
+    const off = m.get('limits-off');
+    return off ? median(m.get(name)!.map((x, i) => x - off[i])) : NaN;
+  };
+  const rows: LimitsTargetRow[] = running.map((r) => ({
+    target: r.target.name,
+    cpuUsPerRequest: +(median(cpu.get(r.target.name)!) * 1e6).toFixed(1),
+    addedVsOffUs: +(paired(cpu, r.target.name) * 1e6).toFixed(1),
+    p99AtRateMs: +median(p99.get(r.target.name)!).toFixed(2),
+    p99AddedVsOffMs: +paired(p99, r.target.name).toFixed(2),
+  }));
+  const result: LimitsResult = { requests, rounds, concurrency, rate: Number(values.rate), rateSeconds: Number(values['rate-seconds']), loadBefore, loadAfter: loadavg()[0], governorAlone: alone, targets: rows };
+  console.log(`requests ${requests} x ${rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s per round; load average ${loadBefore.toFixed(1)} → ${result.loadAfter.toFixed(1)}`);
   console.table(rows);
-  console.log(JSON.stringify(rows));
+  console.log(`${RESULT_MARK}${JSON.stringify(result)}`);
 } finally {
   for (const r of running) await r.close();
   await up.close();

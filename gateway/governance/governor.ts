@@ -63,7 +63,7 @@ export class Governor {
     const { keys: spendKeys, budgets } = spendKeysOf(rules, now);
     // The reservation: the request's input priced as if 4 bytes were one token (no output assumed). See docs/limits.md for the bound this gives.
     const reserve = !budgets || call.billing === 'output_only' ? 0n : inputUnits(call.model.pricing, Math.ceil(call.requestBytes / 4), call.key.organization.discount);
-    const ticket = new Ticket(this, call, rules, spendKeys, now, reserve);
+    const ticket = new Ticket(this, call, rules, spendKeys, now, reserve, budgets);
     const leaseMs = call.targets[0].provider.timeouts.totalMs + this.leaseGraceMs;
     const v = this.backend.admit({ rules, spendKeys: ticket.spendKeys, now, lease: ticket.lease, leaseMs, tokens: ticket.tokens, reserve });
     if (v instanceof Promise) return v.then((verdict) => this.decide(ticket, verdict, reply));
@@ -179,9 +179,11 @@ export class Ticket {
   readonly now: number;
   readonly reserve: bigint;
   private readonly gov: Governor;
+  private readonly budgets: boolean;
   private row: LedgerRow | undefined;
   private done = false;
-  constructor(gov: Governor, call: GovernedCall, rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number, reserve: bigint) {
+  constructor(gov: Governor, call: GovernedCall, rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number, reserve: bigint, budgets: boolean) {
+    this.budgets = budgets;
     this.gov = gov;
     this.call = call;
     this.rules = rules;
@@ -203,7 +205,8 @@ export class Ticket {
     this.done = true;
     const row = this.row;
     const tokens = row ? row.input + row.cacheRead + row.cacheWrite + row.output : 0;
-    const spend = row ? toUnits(parseDecimal(row.costPoints)) : 0n;
+    // The exact charge is parsed only where a budget counts it.
+    const spend = row && this.budgets ? toUnits(parseDecimal(row.costPoints)) : 0n;
     void this.gov.backend.settle({ rules: this.rules, spendKeys: this.spendKeys, now: this.now, lease: this.lease, tokensDelta: tokens - this.tokens, spendDelta: spend - this.reserve });
   }
 }
