@@ -7,6 +7,8 @@
 //   profiling: [--only limits-off,limits-redis] [--cpu-prof <dir>]
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -117,7 +119,7 @@ async function fixedCount(t: Target, body: string, n: number): Promise<number> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
-/** The governor alone (no HTTP): CPU per admission + settlement, the part of the in-process figure that is ours. */
+/** The governor alone (no network): CPU per admission + headers + settlement, the part of the in-process figure that is ours. */
 function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
   const k = generateApiKey();
   const out: { rules: string; cpuUsPerRequest: number }[] = [];
@@ -137,7 +139,8 @@ function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
     );
     const model = s.byName.get('m')!;
     const call: GovernedCall = { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! };
-    const reply = { raw: { setHeader() {} } } as unknown as FastifyReply;
+    // A real response: the rate-limit headers are validated and stored the way Node does for every answer.
+    const reply = { raw: new ServerResponse(new IncomingMessage(new Socket())) } as unknown as FastifyReply;
     const row = { input: 20, output: 30, cacheRead: 0, cacheWrite: 0, costPoints: '0.0000213' } as LedgerRow;
     const g = new Governor({ backend: new MemoryBackend() });
     const n = 200_000;
@@ -159,8 +162,8 @@ function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
   return out;
 }
 const loadBefore = loadavg()[0];
-const alone = only === undefined ? governorAlone() : [];
-console.log('governor alone, in-process, µs CPU per admission + settlement:');
+const alone = only === undefined || only.includes('alone') ? governorAlone() : [];
+console.log('governor alone, in-process, µs CPU per admission + rate-limit headers + settlement:');
 console.table(alone);
 
 const up = await startUpstream();
