@@ -43,6 +43,10 @@ const { values } = parseArgs({
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
     // Profiling: only these targets (comma-separated names), and a V8 CPU profile of each gateway into this directory.
     only: { type: 'string' },
+    // Which limits the governed key has: all (13 rules on three scopes, the default) or one (the key's rpm).
+    rules: { type: 'string', default: 'all' },
+    // A control: a second gateway with limits off, measured like the others (its "added" is the method's noise).
+    control: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
   },
 });
@@ -64,7 +68,8 @@ async function startGateway(name: string, upstreamUrl: string, limited: boolean,
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-limits-'));
   const k = { ...generateApiKey(), organization: 'bench', project: 'bench' };
   const config = benchConfig(upstreamUrl, [k]);
-  if (limited) {
+  if (limited && values.rules === 'one') config.apiKeys![0] = { ...config.apiKeys![0], limits: { rpm: HIGH.rpm } };
+  else if (limited) {
     // Key, project and organization all limited: the worst case of three scopes per request.
     config.apiKeys![0] = { ...config.apiKeys![0], limits: HIGH, budget: BUDGET };
     config.organizations![0] = { ...config.organizations![0], limits: HIGH, budget: BUDGET, projects: [{ id: 'bench', limits: HIGH }] };
@@ -171,6 +176,7 @@ const running: Running[] = [];
 try {
   if (wanted('bare')) running.push(await startBare(up.target.origin));
   if (wanted('limits-off')) running.push(await startGateway('limits-off', up.target.origin, false));
+  if (values.control) running.push(await startGateway('limits-off-again', up.target.origin, false));
   if (wanted('limits-in-process')) running.push(await startGateway('limits-in-process', up.target.origin, true));
   if (wanted('limits-redis')) running.push(await startGateway('limits-redis', up.target.origin, true, { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix }));
   const body = chatBody();
@@ -181,8 +187,10 @@ try {
   const p99 = new Map<string, number[]>(running.map((r) => [r.target.name, []]));
   const rounds = Number(values.rounds);
   for (let round = 0; round < rounds; round++) {
-    for (const r of running) cpu.get(r.target.name)!.push(await fixedCount(r.target, body, requests));
-    for (const r of running) p99.get(r.target.name)!.push((await paced(r.target, body, { rate: Number(values.rate), seconds: Number(values['rate-seconds']) })).latency.p99);
+    // Every other round in reverse order, so a drift in the machine's load favours no target.
+    const order = round % 2 === 0 ? running : [...running].reverse();
+    for (const r of order) cpu.get(r.target.name)!.push(await fixedCount(r.target, body, requests));
+    for (const r of order) p99.get(r.target.name)!.push((await paced(r.target, body, { rate: Number(values.rate), seconds: Number(values['rate-seconds']) })).latency.p99);
   }
   const paired = (m: Map<string, number[]>, name: string) => {
     const off = m.get('limits-off');

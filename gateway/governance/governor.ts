@@ -43,6 +43,8 @@ export class Governor {
   readonly backend: CounterBackend;
   readonly now: () => number;
   private readonly leaseGraceMs: number;
+  /** The last ledger reconciliation's spend per organization and key with a budget (JSON, spend-report.ts). */
+  spendReport: string | undefined;
 
   constructor(opts: GovernorOptions) {
     this.backend = opts.backend;

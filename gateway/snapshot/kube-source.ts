@@ -12,7 +12,7 @@ import type { Logger } from './file-source.ts';
 import type { SnapshotHolder } from './holder.ts';
 import { Informer, shareConnections, statusOf } from '../../kube/informer.ts';
 import type { KeyShard, SnapshotManifest } from './kube-format.ts';
-import { GATEWAY_REPORT_LABEL, gatewayLeaseName, gunzipBase64, MANIFEST_SECRET, SERVED_GENERATION_ANNOTATION, SERVED_VERSION_ANNOTATION, sha256, SNAPSHOT_LABEL, STALE_AFTER_ANNOTATION, STALE_ANNOTATION } from './kube-format.ts';
+import { GATEWAY_REPORT_LABEL, gatewayLeaseName, gunzipBase64, MANIFEST_SECRET, SERVED_GENERATION_ANNOTATION, SERVED_VERSION_ANNOTATION, sha256, SNAPSHOT_LABEL, SPEND_ANNOTATION, STALE_AFTER_ANNOTATION, STALE_ANNOTATION } from './kube-format.ts';
 import type { RuntimeBase, RuntimeKey } from './runtime.ts';
 import type { Snapshot } from './schema.ts';
 import { compileBase, compileKeys } from './runtime.ts';
@@ -38,6 +38,8 @@ export interface KubeSourceOptions {
   /** Refuse requests while stale (default $TOLLGATE_STALE_REFUSE === "true"). */
   refuseWhenStale?: boolean;
   informer?: { relistMs?: number; lastSeenLimitMs?: number; backoffBaseMs?: number; backoffMaxMs?: number };
+  /** Spend per budget scope from the last ledger reconciliation, reported on the Lease for the operator to show. */
+  spendReport?: () => string | undefined;
 }
 
 export interface KubeSource {
@@ -181,12 +183,14 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
   let closed = false;
   async function reportOnce(): Promise<void> {
     const snap = o.holder.current;
-    const annotations = {
+    const annotations: Record<string, string> = {
       [SERVED_GENERATION_ANNOTATION]: String(snap?.generation ?? -1),
       [SERVED_VERSION_ANNOTATION]: snap?.version ?? '',
       [STALE_AFTER_ANNOTATION]: String(Math.ceil(staleAfterMs / 1000)),
       [STALE_ANNOTATION]: String(o.holder.stale !== undefined),
     };
+    const spend = o.spendReport?.();
+    if (spend !== undefined) annotations[SPEND_ANNOTATION] = spend;
     const spec = { holderIdentity: podName, leaseDurationSeconds: duration, renewTime: new Date() };
     const labels = { [GATEWAY_REPORT_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate' };
     for (let attempt = 0; attempt < 3; attempt++) {
