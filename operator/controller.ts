@@ -18,6 +18,8 @@ import type { KubeClient } from './kube.ts';
 import { statusOf } from './kube.ts';
 import type { WriteResult, WriterOptions } from './snapshot-writer.ts';
 import { SnapshotWriter } from './snapshot-writer.ts';
+import { SpendStatus, spendFromLeases } from './spend.ts';
+import { stableStringify } from '../gateway/snapshot/runtime.ts';
 import { WorkQueue } from './work-queue.ts';
 import { desiredStatus, livePods, sameStatus, statusKey } from './status.ts';
 import { appliedAtGeneration, expiryDelay, finalizersToAdd, finalizersToRelease, invalidCounts, isMistake, statusExtra, statusInputs } from './reconcile.ts';
@@ -42,6 +44,8 @@ export interface ControllerOptions {
   metrics?: OperatorMetrics;
   /** Coalesces bursts of events into one pass. */
   debounceMs?: number;
+  /** Spend on Organization/ApiKey status is rewritten at most this often per object (default 60 s). */
+  spendStatusEveryMs?: number;
 }
 
 export interface ControllerStats {
@@ -70,6 +74,8 @@ export class Controller {
   /** Resources whose Applied condition still depends on which pods serve what. */
   private readonly podDependent = new Set<string>();
   private lastPodsKey = '';
+  private lastSpendKey = '';
+  private readonly spendStatus: SpendStatus;
   readonly informers: Record<Kind, Informer<Resource>>;
   readonly secrets: Informer<SecretObject>;
   readonly leases: Informer<V1Lease>;
@@ -96,6 +102,7 @@ export class Controller {
 
   constructor(o: ControllerOptions) {
     this.o = o;
+    this.spendStatus = new SpendStatus(o.spendStatusEveryMs);
     this.client = o.client;
     this.snapshotClient = o.snapshotClient ?? o.client;
     this.log = o.log ?? quietLogger;
@@ -185,6 +192,7 @@ export class Controller {
     this.settled.clear();
     this.podDependent.clear();
     this.lastPodsKey = '';
+    this.lastSpendKey = '';
     this.dirty = { full: true, keys: new Set(), refs: new Set() };
     this.schedule(0);
   }
@@ -318,10 +326,19 @@ export class Controller {
 
   /** Brings the statuses of `refs` (of every resource when undefined) up to date. */
   private updateStatuses(c: Compiled, now: number, refs: Set<string> | undefined): void {
-    const pods = livePods(this.leases.list(), now);
+    const leases = this.leases.list();
+    const pods = livePods(leases, now);
     const podsKey = pods.map((p) => `${p.name}=${p.generation}`).sort().join(',');
     if (refs && podsKey !== this.lastPodsKey) for (const ref of this.podDependent) refs.add(ref);
     this.lastPodsKey = podsKey;
+    // Spend so far (Organization, ApiKey) from the pods' reports: new figures, or figures held back by the rate limit.
+    const spend = spendFromLeases(leases);
+    const spendKey = stableStringify([...spend]);
+    if (refs) {
+      if (spendKey !== this.lastSpendKey) for (const ref of spend.keys()) refs.add(ref);
+      for (const ref of this.spendStatus.behind) refs.add(ref);
+    }
+    this.lastSpendKey = spendKey;
     if (this.settled.size > 2 * KIND_NAMES.reduce((n, k) => n + this.informers[k].size, 0) + 1000) this.settled.clear();
     const stamp = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
     const todo: [Kind, Resource][] = [];
@@ -336,6 +353,7 @@ export class Controller {
           this.settled.delete(ref);
           this.sentStatus.delete(ref);
           this.podDependent.delete(ref);
+          this.spendStatus.forget(ref);
         }
       }
     }
@@ -351,9 +369,10 @@ export class Controller {
       if (applied) this.podDependent.delete(ref);
       else this.podDependent.add(ref);
       const keySecret = kind === 'ApiKey' ? this.secrets.get(keySecretName(r.metadata.name)) : undefined;
-      const inputs = statusInputs(r, v, applied, this.writer.includedSince.get(ref), podsKey, keySecret);
+      const shownSpend = kind === 'Organization' || kind === 'ApiKey' ? this.spendStatus.pick(ref, spend.get(ref), (r.status as { spend?: unknown } | undefined)?.spend, now) : undefined;
+      const inputs = statusInputs(r, v, applied, this.writer.includedSince.get(ref), podsKey, keySecret, shownSpend);
       if (this.settled.get(ref) === inputs) continue;
-      const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, statusExtra(kind, r, v, keySecret), stamp);
+      const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, statusExtra(kind, r, v, keySecret, shownSpend), stamp);
       if (sameStatus(r.status, desired)) {
         this.sentStatus.delete(ref);
         this.settled.set(ref, inputs);
