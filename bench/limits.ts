@@ -45,8 +45,8 @@ const { values } = parseArgs({
     only: { type: 'string' },
     // Which limits the governed key has: all (13 rules on three scopes, the default) or one (the key's rpm).
     rules: { type: 'string', default: 'all' },
-    // A control: a second gateway with limits off, measured like the others (its "added" is the method's noise).
-    control: { type: 'boolean', default: false },
+    // The control: a second gateway with limits off, measured like the others; its "added" is the method's noise.
+    'no-control': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
   },
 });
@@ -176,7 +176,7 @@ const running: Running[] = [];
 try {
   if (wanted('bare')) running.push(await startBare(up.target.origin));
   if (wanted('limits-off')) running.push(await startGateway('limits-off', up.target.origin, false));
-  if (values.control) running.push(await startGateway('limits-off-again', up.target.origin, false));
+  if (!values['no-control'] && wanted('limits-off-again')) running.push(await startGateway('limits-off-again', up.target.origin, false));
   if (wanted('limits-in-process')) running.push(await startGateway('limits-in-process', up.target.origin, true));
   if (wanted('limits-redis')) running.push(await startGateway('limits-redis', up.target.origin, true, { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix }));
   const body = chatBody();

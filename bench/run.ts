@@ -373,7 +373,7 @@ function assertHarnessRan(r: BenchResults): string[] {
   if (r.machine.postgres && (!r.report || r.report.latency.projectRows === 0 || r.report.latency.project.count === 0)) problems.push('usage report did not run over the seeded rows');
   if (r.imageEdit && r.imageEdit.code !== 0) problems.push(`image edit memory exited ${r.imageEdit.code}`);
   if (!r.limits || 'error' in r.limits) problems.push(`limits: ${r.limits ? r.limits.error : 'not run'}`);
-  else if (r.limits.targets.length !== 4 || r.limits.governorAlone.length === 0) problems.push(`limits: ${r.limits.targets.length} targets measured`);
+  else if (r.limits.targets.length !== 5 || r.limits.governorAlone.length === 0) problems.push(`limits: ${r.limits.targets.length} targets measured`);
   return problems;
 }
 
