@@ -21,7 +21,7 @@ const EVERY_MS = 1500;
 function report(day: string, month: string, scopes: Record<string, Record<string, string>>): string {
   const b = new SpendReportBuilder(day, month);
   for (const [ref, periods] of Object.entries(scopes)) for (const [p, v] of Object.entries(periods)) b.add(ref, p as 'day' | 'month' | 'total', v);
-  return b.text();
+  return b.text()!;
 }
 
 describe('spend so far on status', () => {

@@ -82,7 +82,7 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
  * Raises every budget counter of the snapshot to the ledger's spend for its current period; returns those figures
  * for organizations and keys as the report the operator shows on their status (gateway/governance/spend-report.ts).
  */
-export async function reconcile(backend: CounterBackend, store: Store, s: RuntimeSnapshot, now: number): Promise<string> {
+export async function reconcile(backend: CounterBackend, store: Store, s: RuntimeSnapshot, now: number): Promise<string | undefined> {
   const seen = new Set<string>();
   const report = new SpendReportBuilder(periodId('day', now), periodId('month', now));
   const one = async (r: Rule, scope: SpendScope, ref?: string) => {

@@ -35,7 +35,9 @@ export class SpendReportBuilder {
     s[period] = points;
   }
 
-  text(): string {
+  /** The annotation value; undefined when no organization or key has a budget. */
+  text(): string | undefined {
+    if (this.scopes.size === 0) return undefined;
     const refs = [...this.scopes.keys()].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : 1));
     const report: SpendReport = { day: this.day, month: this.month, scopes: {} };
     let bytes = 64;
