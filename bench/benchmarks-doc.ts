@@ -84,6 +84,8 @@ export interface LimitsResult {
   loadAfter: number;
   governorAlone: { rules: string; cpuUsPerRequest: number }[];
   targets: LimitsTargetRow[];
+  /** limits-redis: script calls sent to Redis per request in the closed-loop rounds (median), from its /metrics. */
+  redisCallsPerRequest?: number;
 }
 
 /** Goals for the CPU a governed request adds over limits off: in-process and in Redis (µs). */
@@ -487,6 +489,10 @@ function renderLimits(l: BenchResults['limits']): string {
   );
   out.push('');
   out.push(table(['target', 'CPU µs / request', 'added vs limits off, µs', `p99 at ${l.rate} req/s, ms`, 'p99 added, ms'], l.targets.map((t) => [t.target, t.cpuUsPerRequest.toFixed(1), t.target === 'limits-off' ? '—' : t.addedVsOffUs.toFixed(1), t.p99AtRateMs.toFixed(2), t.target === 'limits-off' ? '—' : t.p99AddedVsOffMs.toFixed(2)])));
+  if (l.redisCallsPerRequest !== undefined) {
+    out.push('');
+    out.push(`limits-redis sent ${l.redisCallsPerRequest} Redis script calls per request (median over the rounds, from its \`tollgate_limits_redis_calls_total\`): each call carries the admissions of one event-loop turn and the settlements queued since, so a request never waits for more than one round trip.`);
+  }
   if (l.governorAlone.length) {
     out.push('');
     out.push('The governor alone (no HTTP, in-process counters), CPU per admission + settlement:');

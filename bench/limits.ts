@@ -100,6 +100,13 @@ async function startGateway(name: string, upstreamUrl: string, limited: boolean,
   };
 }
 
+/** The gateway's count of Redis script calls, from its /metrics. */
+async function redisCalls(adminPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('tollgate_limits_redis_calls_total'));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
 async function fixedCount(t: Target, body: string, n: number): Promise<number> {
   const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
   const headers = { 'content-type': 'application/json', ...t.headers };
@@ -178,7 +185,8 @@ try {
   if (wanted('limits-off')) running.push(await startGateway('limits-off', up.target.origin, false));
   if (!values['no-control'] && wanted('limits-off-again')) running.push(await startGateway('limits-off-again', up.target.origin, false));
   if (wanted('limits-in-process')) running.push(await startGateway('limits-in-process', up.target.origin, true));
-  if (wanted('limits-redis')) running.push(await startGateway('limits-redis', up.target.origin, true, { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix }));
+  const redisAdmin = await freePort();
+  if (wanted('limits-redis')) running.push(await startGateway('limits-redis', up.target.origin, true, { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix, TOLLGATE_ADMIN_PORT: String(redisAdmin), TOLLGATE_ADMIN_HOST: '127.0.0.1' }));
   const body = chatBody();
   for (const r of running) await fixedCount(r.target, body, Math.min(500, requests)); // warm-up
   // Interleaved rounds; each round's figure for a target is paired with limits-off's in the same round, and the
@@ -186,10 +194,15 @@ try {
   const cpu = new Map<string, number[]>(running.map((r) => [r.target.name, []]));
   const p99 = new Map<string, number[]>(running.map((r) => [r.target.name, []]));
   const rounds = Number(values.rounds);
+  const callsPerRequest: number[] = [];
   for (let round = 0; round < rounds; round++) {
     // Every other round in reverse order, so a drift in the machine's load favours no target.
     const order = round % 2 === 0 ? running : [...running].reverse();
-    for (const r of order) cpu.get(r.target.name)!.push(await fixedCount(r.target, body, requests));
+    for (const r of order) {
+      const c0 = r.target.name === 'limits-redis' ? await redisCalls(redisAdmin) : undefined;
+      cpu.get(r.target.name)!.push(await fixedCount(r.target, body, requests));
+      if (c0 !== undefined) callsPerRequest.push(((await redisCalls(redisAdmin)) - c0) / requests);
+    }
     for (const r of order) p99.get(r.target.name)!.push((await paced(r.target, body, { rate: Number(values.rate), seconds: Number(values['rate-seconds']) })).latency.p99);
   }
   const paired = (m: Map<string, number[]>, name: string) => {
@@ -203,9 +216,10 @@ try {
     p99AtRateMs: +median(p99.get(r.target.name)!).toFixed(2),
     p99AddedVsOffMs: +paired(p99, r.target.name).toFixed(2),
   }));
-  const result: LimitsResult = { requests, rounds, concurrency, rate: Number(values.rate), rateSeconds: Number(values['rate-seconds']), loadBefore, loadAfter: loadavg()[0], governorAlone: alone, targets: rows };
+  const result: LimitsResult = { requests, rounds, concurrency, rate: Number(values.rate), rateSeconds: Number(values['rate-seconds']), loadBefore, loadAfter: loadavg()[0], governorAlone: alone, targets: rows, ...(callsPerRequest.length ? { redisCallsPerRequest: +median(callsPerRequest).toFixed(3) } : {}) };
   console.log(`requests ${requests} x ${rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s per round; load average ${loadBefore.toFixed(1)} → ${result.loadAfter.toFixed(1)}`);
   console.table(rows);
+  if (result.redisCallsPerRequest !== undefined) console.log(`Redis script calls per request (closed loop, concurrency ${concurrency}): ${result.redisCallsPerRequest}`);
   console.log(`${RESULT_MARK}${JSON.stringify(result)}`);
 } finally {
   for (const r of running) await r.close();

@@ -35,7 +35,13 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
   let degraded = (): boolean => false;
   if (o.redisUrl) {
     const { RedisBackend } = await import('./redis-backend.ts');
-    const redis = new RedisBackend({ url: o.redisUrl, prefix: o.redisPrefix, ratesWhenDown: o.ratesWhenDown, commandTimeoutMs: o.redisTimeoutMs, log: o.log });
+    const calls = o.meter?.createCounter('tollgate.limits.redis.calls', { description: 'Script calls sent to Redis by the limits (each carries the admissions of one event-loop turn and the settlements queued since).' });
+    const admissions = o.meter?.createCounter('tollgate.limits.redis.admissions', { description: 'Requests admitted (or refused) through Redis: divided by tollgate.limits.redis.calls, the requests sharing one call.' });
+    const onBatch = calls && admissions ? (n: number) => {
+      calls.add(1);
+      if (n > 0) admissions.add(n);
+    } : undefined;
+    const redis = new RedisBackend({ url: o.redisUrl, prefix: o.redisPrefix, ratesWhenDown: o.ratesWhenDown, commandTimeoutMs: o.redisTimeoutMs, log: o.log, onBatch });
     try {
       await redis.ready();
     } catch {

@@ -27,6 +27,8 @@ export interface RedisBackendOptions {
   log?: Logger;
   /** How long a settlement may wait for an admission to ride along with (default 10 ms). */
   settleDelayMs?: number;
+  /** Called per script call sent with its admissions (metrics: calls per request). */
+  onBatch?: (admissions: number) => void;
   /** Called on every change of degraded state (metrics). */
   onDegraded?: (degraded: boolean) => void;
 }
@@ -80,6 +82,7 @@ export class RedisBackend implements CounterBackend {
   private readonly ratesWhenDown: RatesWhenDown;
   private readonly log: Logger | undefined;
   private readonly onDegraded: ((d: boolean) => void) | undefined;
+  private readonly onBatch: ((admissions: number) => void) | undefined;
   private readonly localLeases = new Set<string>();
   /** Spend accrued while degraded, per counter (with its ttl), added to Redis on recovery. */
   private readonly pending = new Map<string, { units: bigint; ttl: number }>();
@@ -98,6 +101,7 @@ export class RedisBackend implements CounterBackend {
     this.ratesWhenDown = opts.ratesWhenDown ?? 'local';
     this.log = opts.log;
     this.onDegraded = opts.onDegraded;
+    this.onBatch = opts.onBatch;
     this.client = new Redis(opts.url, {
       // The backend gathers a turn's work into one script call itself (Batch).
       enableAutoPipelining: false,
@@ -196,6 +200,7 @@ export class RedisBackend implements CounterBackend {
     const b = this.open;
     if (b === undefined) return;
     this.open = undefined;
+    this.onBatch?.(b.admissions);
     this.inFlight++;
     void this.send(b).finally(() => {
       if (--this.inFlight === 0 && this.idle) this.idle();
