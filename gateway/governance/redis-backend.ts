@@ -177,10 +177,9 @@ export class RedisBackend implements CounterBackend {
 
   /** The batch of this turn; an admission or a read sends it at the end of the turn, a settlement a little later. */
   private batch(urgent: boolean): Batch {
-    let b = this.open;
-    if (b === undefined) {
-      b = this.open = new Batch();
-    }
+    // A turn with very many requests is split, so one call (and one Lua run) stays bounded.
+    if (this.open !== undefined && this.open.ops.length >= MAX_OPS) this.flushNow();
+    const b = (this.open ??= new Batch());
     if (urgent && !this.immediate) {
       this.immediate = true;
       setImmediate(this.flushNow);
@@ -375,6 +374,7 @@ export class RedisBackend implements CounterBackend {
 }
 
 const ZERO: readonly [string, string] = ['0', '0'];
+const MAX_OPS = 256;
 
 function pushAll(to: string[], from: readonly string[]): void {
   for (let i = 0; i < from.length; i++) to.push(from[i]);

@@ -109,6 +109,21 @@ describe('redis backend', () => {
     expect(view.budgets.map((x) => x.spent)).toEqual(['0.02', '0.02']);
   });
 
+  it('a turn with very many requests is split into bounded calls', async () => {
+    const c = world({ limits: { rpm: 1000 } });
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    const calls: number[] = [];
+    const evalsha = b.client.evalsha.bind(b.client) as (...args: unknown[]) => Promise<unknown>;
+    (b.client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = (...args: unknown[]) => {
+      calls.push(Number(args[1]));
+      return evalsha(...args);
+    };
+    const results = await Promise.all(Array.from({ length: 300 }, () => admit(g, c)));
+    expect(results.every((t) => t && !(t instanceof GatewayError))).toBe(true);
+    expect(calls).toEqual([256, 44]);
+  });
+
   it('concurrency is exact; a slot never released comes back when its lease ends', async () => {
     const c = world({ limits: { concurrency: 3 } }, 300); // lease = 300 ms total timeout + grace
     const g = new Governor({ backend: await backend(), leaseGraceMs: 200 });
