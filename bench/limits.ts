@@ -28,7 +28,7 @@ import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
 import { chatBody, paced } from './load.ts';
 import type { Target } from './load.ts';
-import { cpuSeconds, freePort, spawnServer } from './proc.ts';
+import { CLK_TCK, cpuSeconds, freePort, spawnServer } from './proc.ts';
 import type { ServerProc } from './proc.ts';
 import { benchConfig, GATEWAY_NODE_OPTIONS, startBare, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
@@ -216,7 +216,7 @@ try {
     p99AtRateMs: +median(p99.get(r.target.name)!).toFixed(2),
     p99AddedVsOffMs: +paired(p99, r.target.name).toFixed(2),
   }));
-  const result: LimitsResult = { requests, rounds, concurrency, rate: Number(values.rate), rateSeconds: Number(values['rate-seconds']), loadBefore, loadAfter: loadavg()[0], governorAlone: alone, targets: rows, ...(callsPerRequest.length ? { redisCallsPerRequest: +median(callsPerRequest).toFixed(3) } : {}) };
+  const result: LimitsResult = { requests, rounds, concurrency, rate: Number(values.rate), rateSeconds: Number(values['rate-seconds']), loadBefore, loadAfter: loadavg()[0], governorAlone: alone, targets: rows, cpuResolutionUs: +(1e6 / CLK_TCK / requests).toFixed(2), ...(callsPerRequest.length ? { redisCallsPerRequest: +median(callsPerRequest).toFixed(3) } : {}) };
   console.log(`requests ${requests} x ${rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s per round; load average ${loadBefore.toFixed(1)} → ${result.loadAfter.toFixed(1)}`);
   console.table(rows);
   if (result.redisCallsPerRequest !== undefined) console.log(`Redis script calls per request (closed loop, concurrency ${concurrency}): ${result.redisCallsPerRequest}`);
