@@ -58,9 +58,40 @@ export interface BenchResults {
   ledger: LedgerThroughput[];
   report?: { seed: SeedResult; latency: ReportLatency };
   imageEdit?: { code: number; output: string };
+  /** bench/limits.ts: CPU per request with rate limits and budgets off, counted in-process, counted in Redis. */
+  limits?: LimitsResult | { error: string };
   profile?: { target: string; seconds: number; self: HotFunction[]; inclusive: HotFunction[]; samples: number };
   notes: string[];
 }
+
+export interface LimitsTargetRow {
+  target: string;
+  /** Median over the rounds, gateway process CPU (user + system) per request. */
+  cpuUsPerRequest: number;
+  /** Median over the rounds of (this target − limits-off) in the same round. */
+  addedVsOffUs: number;
+  p99AtRateMs: number;
+  p99AddedVsOffMs: number;
+}
+
+export interface LimitsResult {
+  requests: number;
+  rounds: number;
+  concurrency: number;
+  rate: number;
+  rateSeconds: number;
+  loadBefore: number;
+  loadAfter: number;
+  governorAlone: { rules: string; cpuUsPerRequest: number }[];
+  targets: LimitsTargetRow[];
+  /** One clock tick of /proc CPU time spread over a round's requests: no smaller difference can be read. */
+  cpuResolutionUs?: number;
+  /** limits-redis: script calls sent to Redis per request in the closed-loop rounds (median), from its /metrics. */
+  redisCallsPerRequest?: number;
+}
+
+/** Goals for the CPU a governed request adds over limits off: in-process and in Redis (µs). */
+const LIMITS_GOAL_US: Record<string, number> = { 'limits-in-process': 3, 'limits-redis': 25 };
 
 const TOLLGATES = ['tollgate-pglite', 'tollgate-postgres'];
 /** The two bare pass-throughs; the floor of a measure is the better of them in the same run. */
@@ -170,6 +201,22 @@ function targets(r: BenchResults): Target[] {
     const added = t.ttfb.p50 - dt.ttfb.p50;
     const floor = tb ? `${ms(tb.ttfb.p50 - dt.ttfb.p50, 3)} ms` : undefined;
     out.push({ name: `Streaming first-byte overhead (p50), ${tg} − direct`, goal: '≤ 0.5 ms', figure: `${ms(added, 3)} ms (p99: ${ms(t.ttfb.p99 - dt.ttfb.p99, 3)} ms)`, met: added <= 0.5, floor });
+  }
+  if (r.limits && 'targets' in r.limits) {
+    const bare = r.limits.targets.find((t) => t.target === 'bare');
+    const control = r.limits.targets.find((t) => t.target === 'limits-off-again');
+    for (const t of r.limits.targets) {
+      const goal = LIMITS_GOAL_US[t.target];
+      if (goal === undefined) continue;
+      out.push({
+        name: `CPU a governed request adds over limits off, ${t.target === 'limits-redis' ? 'counters in Redis' : 'counters in-process'} (13 rules: key, project, organization)`,
+        goal: `≤ ${goal} µs`,
+        figure: `${t.addedVsOffUs.toFixed(1)} µs (${t.cpuUsPerRequest.toFixed(1)} µs; p99 at ${r.limits.rate} req/s ${t.p99AddedVsOffMs >= 0 ? '+' : ''}${t.p99AddedVsOffMs.toFixed(2)} ms${control ? `; control, limits off twice: ${control.addedVsOffUs.toFixed(1)} µs` : ''})`,
+        // When two identical gateways differ by more than the goal, this run cannot tell whether it is met.
+        met: (control && Math.abs(control.addedVsOffUs) > goal) || (r.limits.cpuResolutionUs ?? 0) > goal ? undefined : t.addedVsOffUs <= goal,
+        floor: bare ? `${bare.cpuUsPerRequest.toFixed(1)} µs` : undefined,
+      });
+    }
   }
   if (r.report) {
     const l = r.report.latency;
@@ -393,6 +440,11 @@ export function renderBenchmarks(r: BenchResults): string {
   }
   s.push('');
 
+  s.push('## Rate limits and budgets');
+  s.push('');
+  s.push(renderLimits(r.limits));
+  s.push('');
+
   s.push('## Image edit memory');
   s.push('');
   if (!r.imageEdit) s.push('Not measured in this run (`bench/image-edit-memory.ts` absent).');
@@ -429,4 +481,26 @@ export function renderBenchmarks(r: BenchResults): string {
   s.push('`npm run bench:smoke` runs every scenario for about a second (and 10,000 seeded rows instead of 10 million) from `.ci/run`; it checks that the harness ran, not how fast.');
   s.push('');
   return s.join('\n');
+}
+
+function renderLimits(l: BenchResults['limits']): string {
+  if (l === undefined) return 'Not measured in this run.';
+  if ('error' in l) return `\`bench/limits.ts\` failed: ${l.error}`;
+  const out: string[] = [];
+  out.push(
+    `\`bench/limits.ts\` in its own process, the same way as above: the bare floor and four tollgate gateways on Postgres (limits off; limits off again, the control; limits counted in-process; limits counted in the machine's Redis), every limit far above the load so nothing is refused: what is measured is the cost of counting. The governed key has 13 rules (key, project and organization each with rpm, tpm and concurrency, plus month and total budgets on the key and the organization). ${l.rounds} interleaved rounds of ${l.requests.toLocaleString('en-US')} requests at concurrency ${l.concurrency}, gateway process CPU (user + system from /proc), every other round in reverse order; "added" is the median over the rounds of the difference to limits off in the same round. The control's "added" is what the method reads between two identical gateways: differences smaller than it are not resolved by this run. p99 at ${l.rate} req/s for ${l.rateSeconds} s per round (open loop), median over the rounds. Load average ${l.loadBefore.toFixed(1)} before, ${l.loadAfter.toFixed(1)} after.`,
+  );
+  out.push('');
+  out.push(table(['target', 'CPU µs / request', 'added vs limits off, µs', `p99 at ${l.rate} req/s, ms`, 'p99 added, ms'], l.targets.map((t) => [t.target, t.cpuUsPerRequest.toFixed(1), t.target === 'limits-off' ? '—' : t.addedVsOffUs.toFixed(1), t.p99AtRateMs.toFixed(2), t.target === 'limits-off' ? '—' : t.p99AddedVsOffMs.toFixed(2)])));
+  if (l.redisCallsPerRequest !== undefined) {
+    out.push('');
+    out.push(`limits-redis sent ${l.redisCallsPerRequest} Redis script calls per request (median over the rounds, from its \`tollgate_limits_redis_calls_total\`): each call carries the admissions of one event-loop turn and the settlements queued since, so a request never waits for more than one round trip.`);
+  }
+  if (l.governorAlone.length) {
+    out.push('');
+    out.push('The governor alone (no network, in-process counters, its rate-limit headers set on a real Node response), CPU per admission + headers + settlement:');
+    out.push('');
+    out.push(table(['rules on the key', 'µs'], l.governorAlone.map((g) => [g.rules, g.cpuUsPerRequest.toFixed(2)])));
+  }
+  return out.join('\n');
 }

@@ -21,6 +21,9 @@ export interface BenchPlan {
   seedRows: number;
   reportRepeats: number;
   profileSeconds: number;
+  /** bench/limits.ts: requests per round per target, and rounds (its fixed rate is `rate` for `rateSeconds`). */
+  limitsRequests: number;
+  limitsRounds: number;
 }
 
 export const FULL: BenchPlan = {
@@ -42,6 +45,8 @@ export const FULL: BenchPlan = {
   seedRows: 10_000_000,
   reportRepeats: 50,
   profileSeconds: 8,
+  limitsRequests: 5000,
+  limitsRounds: 3,
 };
 
 export const SMOKE: BenchPlan = {
@@ -63,4 +68,6 @@ export const SMOKE: BenchPlan = {
   seedRows: 10_000,
   reportRepeats: 5,
   profileSeconds: 0,
+  limitsRequests: 300,
+  limitsRounds: 1,
 };

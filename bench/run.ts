@@ -14,6 +14,7 @@ import { cpuWithDb, floorOf } from './benchmarks-doc.ts';
 import type { LedgerThroughput } from './ledger-throughput.ts';
 import { chatBody, chatStreamEvents, concurrentStreams, messagesBody, paced, saturate, streamLoad, streamOnce, ttfbRun } from './load.ts';
 import type { RunResult, Target } from './load.ts';
+import { parseLimitsResult } from './limits-result.ts';
 import { FULL, SMOKE } from './plan.ts';
 import { memory } from './proc.ts';
 import { summarizeProfile } from './profile-summary.ts';
@@ -309,6 +310,11 @@ async function main(): Promise<void> {
     results.imageEdit = await runChild(['bench/image-edit-memory.ts', ...args], { DATABASE_URL: pgOk ? pgAdmin : '' });
   }
 
+  // --- Rate limits and budgets: CPU per request off / in-process / Redis, beside its own bare floor.
+  log('limits: off, in-process, Redis');
+  const lim = await runChild(['bench/limits.ts', '--requests', String(plan.limitsRequests), '--rounds', String(plan.limitsRounds), '--rate', String(plan.rate), '--rate-seconds', String(plan.rateSeconds)], {});
+  results.limits = parseLimitsResult(lim.output) ?? { error: `exit ${lim.code}: ${lim.output.slice(-400)}` };
+
   results.machine.loadAfter = loadavg()[0];
   results.seconds = (performance.now() - t0) / 1000;
 }
@@ -366,6 +372,8 @@ function assertHarnessRan(r: BenchResults): string[] {
   if (r.ledger.length === 0 || r.ledger.some((l) => l.stored !== 2 * l.rows)) problems.push(`ledger: ${JSON.stringify(r.ledger.map((l) => [l.backend, l.stored, l.rows]))}`);
   if (r.machine.postgres && (!r.report || r.report.latency.projectRows === 0 || r.report.latency.project.count === 0)) problems.push('usage report did not run over the seeded rows');
   if (r.imageEdit && r.imageEdit.code !== 0) problems.push(`image edit memory exited ${r.imageEdit.code}`);
+  if (!r.limits || 'error' in r.limits) problems.push(`limits: ${r.limits ? r.limits.error : 'not run'}`);
+  else if (r.limits.targets.length !== 5 || r.limits.governorAlone.length === 0) problems.push(`limits: ${r.limits.targets.length} targets measured`);
   return problems;
 }
 

@@ -172,7 +172,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     if (opts.kubernetes) {
       // Loaded only in cluster mode so standalone start-up never pays for the Kubernetes client.
       const { startKubeSource } = await import('./snapshot/kube-source.ts');
-      watcher = kube = startKubeSource({ ejected: () => health.ejected(), ...opts.kubernetes, holder, log: app.log });
+      watcher = kube = startKubeSource({ ejected: () => health.ejected(), ...opts.kubernetes, holder, log: app.log, spendReport: () => governor.spendReport });
     } else {
       if (!opts.configPath) throw new Error('a config file or cluster mode is required');
       watcher = watchSnapshotFile(opts.configPath, holder, app.log);

@@ -18,6 +18,8 @@ import type { KubeClient } from './kube.ts';
 import { statusOf } from './kube.ts';
 import type { WriteResult, WriterOptions } from './snapshot-writer.ts';
 import { SnapshotWriter } from './snapshot-writer.ts';
+import { SpendStatus, spendFromLeases } from './spend.ts';
+import { stableStringify } from '../gateway/snapshot/runtime.ts';
 import { WorkQueue } from './work-queue.ts';
 import { desiredStatus, livePods, sameStatus, statusKey } from './status.ts';
 import { aggregateEjections, appliedAtGeneration, expiryDelay, finalizersToAdd, finalizersToRelease, holdCondition, invalidCounts, isMistake, statusExtra, statusInputs, upstreamsCondition } from './reconcile.ts';
@@ -45,6 +47,8 @@ export interface ControllerOptions {
   debounceMs?: number;
   /** Condition UpstreamsHealthy changes at most this often per Provider / Model (default 30 s). */
   upstreamsConditionEveryMs?: number;
+  /** Spend on Organization/ApiKey status is rewritten at most this often per object (default 60 s). */
+  spendStatusEveryMs?: number;
 }
 
 export interface ControllerStats {
@@ -78,6 +82,8 @@ export class Controller {
   private readonly upstreamsChangedAt = new Map<string, number>();
   private holdTimer: NodeJS.Timeout | undefined;
   private holdUntil = 0;
+  private lastSpendKey = '';
+  private readonly spendStatus: SpendStatus;
   readonly informers: Record<Kind, Informer<Resource>>;
   readonly secrets: Informer<SecretObject>;
   readonly leases: Informer<V1Lease>;
@@ -104,6 +110,7 @@ export class Controller {
 
   constructor(o: ControllerOptions) {
     this.o = o;
+    this.spendStatus = new SpendStatus(o.spendStatusEveryMs);
     this.client = o.client;
     this.snapshotClient = o.snapshotClient ?? o.client;
     this.log = o.log ?? quietLogger;
@@ -196,6 +203,7 @@ export class Controller {
     this.lastPodsKey = '';
     this.lastEjectKey = '';
     this.upstreamsChangedAt.clear();
+    this.lastSpendKey = '';
     this.dirty = { full: true, keys: new Set(), refs: new Set() };
     this.schedule(0);
   }
@@ -335,7 +343,8 @@ export class Controller {
 
   /** Brings the statuses of `refs` (of every resource when undefined) up to date. */
   private updateStatuses(c: Compiled, now: number, refs: Set<string> | undefined): void {
-    const pods = livePods(this.leases.list(), now);
+    const leases = this.leases.list();
+    const pods = livePods(leases, now);
     const podsKey = pods.map((p) => `${p.name}=${p.generation}`).sort().join(',');
     if (refs && podsKey !== this.lastPodsKey) for (const ref of this.podDependent) refs.add(ref);
     this.lastPodsKey = podsKey;
@@ -344,6 +353,14 @@ export class Controller {
     const ejectKey = `${pods.length > 0}|${ejections.length > 0 ? pods.length : ''}|${JSON.stringify(ejections)}`;
     if (refs && ejectKey !== this.lastEjectKey) for (const kind of ['Provider', 'Model'] as const) for (const r of this.informers[kind].list()) refs.add(refOf(kind, r.metadata.name));
     this.lastEjectKey = ejectKey;
+    // Spend so far (Organization, ApiKey) from the pods' reports: new figures, or figures held back by the rate limit.
+    const spend = spendFromLeases(leases);
+    const spendKey = stableStringify([...spend]);
+    if (refs) {
+      if (spendKey !== this.lastSpendKey) for (const ref of spend.keys()) refs.add(ref);
+      for (const ref of this.spendStatus.behind) refs.add(ref);
+    }
+    this.lastSpendKey = spendKey;
     if (this.settled.size > 2 * KIND_NAMES.reduce((n, k) => n + this.informers[k].size, 0) + 1000) this.settled.clear();
     const stamp = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
     const todo: [Kind, Resource][] = [];
@@ -359,6 +376,7 @@ export class Controller {
           this.sentStatus.delete(ref);
           this.podDependent.delete(ref);
           this.upstreamsChangedAt.delete(ref);
+          this.spendStatus.forget(ref);
         }
       }
     }
@@ -375,9 +393,10 @@ export class Controller {
       else this.podDependent.add(ref);
       const keySecret = kind === 'ApiKey' ? this.secrets.get(keySecretName(r.metadata.name)) : undefined;
       const upstreams = kind === 'Provider' || kind === 'Model' ? this.upstreamsHealthy(kind, r, ref, ejections, pods, now) : undefined;
-      const inputs = statusInputs(r, v, applied, this.writer.includedSince.get(ref), podsKey, keySecret) + (upstreams ? `|${upstreams.condition.status}|${upstreams.condition.message}` : '');
+      const shownSpend = kind === 'Organization' || kind === 'ApiKey' ? this.spendStatus.pick(ref, spend.get(ref), (r.status as { spend?: unknown } | undefined)?.spend, now) : undefined;
+      const inputs = statusInputs(r, v, applied, this.writer.includedSince.get(ref), podsKey, keySecret, shownSpend) + (upstreams ? `|${upstreams.condition.status}|${upstreams.condition.message}` : '');
       if (this.settled.get(ref) === inputs) continue;
-      const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, statusExtra(kind, r, v, keySecret), stamp, upstreams ? [upstreams.condition] : []);
+      const desired = desiredStatus(r, v, this.writer.includedSince.get(ref), pods, statusExtra(kind, r, v, keySecret, shownSpend), stamp, upstreams ? [upstreams.condition] : []);
       if (sameStatus(r.status, desired)) {
         this.sentStatus.delete(ref);
         this.settled.set(ref, inputs);

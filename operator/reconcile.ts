@@ -2,6 +2,7 @@
 // what the compiler decided, which finalizers to add or release, which resources count as invalid, what extra
 // status fields a resource gets, and when a resource's status is known current without recomputing it. Pure:
 // no API calls, no timers.
+import type { ScopeSpend } from '../gateway/governance/spend-report.ts';
 import type { Compiled, Verdict } from './compile.ts';
 import type { ApiKeySpec, Condition, Kind, ModelSpec, Resource, SecretObject } from './kinds.ts';
 import type { GatewayPod } from './status.ts';
@@ -42,9 +43,11 @@ export function finalizersToRelease(c: Compiled): [Resource<ApiKeySpec>, string[
 }
 
 /** Status fields beyond the conditions: an ApiKey's Secret name and prefix, a Model's joined protocols. */
-export function statusExtra(kind: Kind, r: Resource, v: Verdict | undefined, keySecret: SecretObject | undefined): Record<string, unknown> {
+export function statusExtra(kind: Kind, r: Resource, v: Verdict | undefined, keySecret: SecretObject | undefined, spend?: ScopeSpend): Record<string, unknown> {
+  if (kind === 'Organization') return spend ? { spend } : {};
   if (kind === 'ApiKey') {
     const extra: Record<string, unknown> = {};
+    if (spend) extra.spend = spend;
     // Only a Secret this ApiKey owns is its key (a same-named Secret of someone else's is not).
     if (keySecret?.metadata.ownerReferences?.some((o) => o.uid === r.metadata.uid)) extra.secretName = keySecretName(r.metadata.name);
     const prefix = v?.prefix ?? r.status?.prefix;
@@ -69,9 +72,9 @@ export function appliedAtGeneration(r: Resource, v: Verdict | undefined): boolea
  * Everything a resource's desired status depends on, as one string: when it equals the one recorded when the
  * status was last found current, the status needs no work (what keeps a pass over 50,000 keys cheap).
  */
-export function statusInputs(r: Resource, v: Verdict | undefined, applied: boolean, includedSince: number | undefined, podsKey: string, keySecret: SecretObject | undefined): string {
+export function statusInputs(r: Resource, v: Verdict | undefined, applied: boolean, includedSince: number | undefined, podsKey: string, keySecret: SecretObject | undefined, spend?: ScopeSpend): string {
   const verdict = v ? `${v.included}|${v.reason}|${v.message}|${v.prefix}` : '-';
-  return `${r.metadata.resourceVersion}|${verdict}|${applied ? 'applied' : `${includedSince}|${podsKey}`}|${keySecret?.metadata.resourceVersion ?? ''}`;
+  return `${r.metadata.resourceVersion}|${verdict}|${applied ? 'applied' : `${includedSince}|${podsKey}`}|${keySecret?.metadata.resourceVersion ?? ''}|${spend ? `${spend.day}|${spend.month}|${spend.total}` : ''}`;
 }
 
 /** Milliseconds until the next key expiry needs a pass, if any. */

@@ -48,3 +48,13 @@ export function projects(): Schema {
     { maxItems: 1000, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['id'] },
   );
 }
+
+/** Status: spend so far per budget period, from the gateways' ledger reconciliation (docs/limits.md). */
+export function spendStatus(of: string): Schema {
+  const points = (what: string) => str(`${what} A decimal string of points; up to a minute behind the ledger.`, { maxLength: 48 });
+  return obj(`Spend so far of ${of} for each budget it has, as the gateways last read it from the ledger (written at most once a minute). Absent without a budget.`, {
+    day: points('Spent this UTC day.'),
+    month: points('Spent this UTC month.'),
+    total: points('Spent in total.'),
+  });
+}

@@ -3,7 +3,10 @@ import type { Rule } from './rules.ts';
 
 export interface AdmitInput {
   rules: readonly Rule[];
-  /** Budget counter names (rule id + period id), parallel to `rules` (undefined for rate rules). */
+  /**
+   * Budget counter names (rule id + period id), parallel to `rules` (undefined for rate rules). The governor hands out
+   * one list per rules list and day, so a backend may cache what it derives from the rules by this list's identity.
+   */
   spendKeys: readonly (string | undefined)[];
   now: number;
   /** Unique per request: the concurrency lease member. */

@@ -14,6 +14,7 @@ import { periodId, periodStart } from './periods.ts';
 import type { RatesWhenDown } from './redis-backend.ts';
 import { spendTtl } from './redis-backend.ts';
 import type { Rule } from './rules.ts';
+import { SpendReportBuilder } from './spend-report.ts';
 import { pointsToUnits } from './spend-units.ts';
 
 export interface CreateGovernorOptions {
@@ -34,7 +35,13 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
   let degraded = (): boolean => false;
   if (o.redisUrl) {
     const { RedisBackend } = await import('./redis-backend.ts');
-    const redis = new RedisBackend({ url: o.redisUrl, prefix: o.redisPrefix, ratesWhenDown: o.ratesWhenDown, commandTimeoutMs: o.redisTimeoutMs, log: o.log });
+    const calls = o.meter?.createCounter('tollgate.limits.redis.calls', { description: 'Script calls sent to Redis by the limits (each carries the admissions of one event-loop turn and the settlements queued since).' });
+    const admissions = o.meter?.createCounter('tollgate.limits.redis.admissions', { description: 'Requests admitted (or refused) through Redis: divided by tollgate.limits.redis.calls, the requests sharing one call.' });
+    const onBatch = calls && admissions ? (n: number) => {
+      calls.add(1);
+      if (n > 0) admissions.add(n);
+    } : undefined;
+    const redis = new RedisBackend({ url: o.redisUrl, prefix: o.redisPrefix, ratesWhenDown: o.ratesWhenDown, commandTimeoutMs: o.redisTimeoutMs, log: o.log, onBatch });
     try {
       await redis.ready();
     } catch {
@@ -56,7 +63,10 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
     if (!s || running) return;
     running = true;
     reconcile(backend, o.store, s, governor.now()).then(
-      () => (running = false),
+      (report) => {
+        running = false;
+        governor.spendReport = report;
+      },
       (err: unknown) => {
         running = false;
         o.log.warn({ err: (err as Error).message }, 'limits: reconciliation with the ledger failed');
@@ -74,23 +84,29 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
   return governor;
 }
 
-/** Raises every budget counter of the snapshot to the ledger's spend for its current period. */
-export async function reconcile(backend: CounterBackend, store: Store, s: RuntimeSnapshot, now: number): Promise<void> {
+/**
+ * Raises every budget counter of the snapshot to the ledger's spend for its current period; returns those figures
+ * for organizations and keys as the report the operator shows on their status (gateway/governance/spend-report.ts).
+ */
+export async function reconcile(backend: CounterBackend, store: Store, s: RuntimeSnapshot, now: number): Promise<string | undefined> {
   const seen = new Set<string>();
-  const one = async (r: Rule, scope: SpendScope) => {
+  const report = new SpendReportBuilder(periodId('day', now), periodId('month', now));
+  const one = async (r: Rule, scope: SpendScope, ref?: string) => {
     const key = r.id + periodId(r.period!, now);
     if (seen.has(key)) return;
     seen.add(key);
     const spent = await spendSince(store, scope, new Date(periodStart(r.period!, now)));
     await backend.raiseSpend(key, pointsToUnits(spent), spendTtl(r));
+    if (ref !== undefined) report.add(ref, r.period!, spent);
   };
   for (const org of s.organizations.values()) {
     const g = org.governance;
     if (!g) continue;
-    for (const r of g.rules) if (r.kind === 'budget') await one(r, { scope: 'organization', organization: org.id });
+    for (const r of g.rules) if (r.kind === 'budget') await one(r, { scope: 'organization', organization: org.id }, `Organization/${org.id}`);
     for (const [project, rules] of g.projects) for (const r of rules) if (r.kind === 'budget') await one(r, { scope: 'project', organization: org.id, project });
   }
   for (const k of s.keysByHash.values()) {
-    for (const r of k.governance?.rules ?? []) if (r.kind === 'budget' && r.scope === 'key') await one(r, { scope: 'key', apiKeyId: k.id });
+    for (const r of k.governance?.rules ?? []) if (r.kind === 'budget' && r.scope === 'key') await one(r, { scope: 'key', apiKeyId: k.id }, `ApiKey/${k.id}`);
   }
+  return report.text();
 }

@@ -43,6 +43,8 @@ export class Governor {
   readonly backend: CounterBackend;
   readonly now: () => number;
   private readonly leaseGraceMs: number;
+  /** The last ledger reconciliation's spend per organization and key with a budget (JSON, spend-report.ts). */
+  spendReport: string | undefined;
 
   constructor(opts: GovernorOptions) {
     this.backend = opts.backend;
@@ -60,19 +62,10 @@ export class Governor {
     const rules = gov.byModel.size === 0 ? gov.rules : (gov.byModel.get(call.model.id) ?? gov.rules);
     if (rules.length === 0) return undefined;
     const now = this.now();
-    let spendKeys: (string | undefined)[] | undefined;
-    let reserve = 0n;
-    for (let i = 0; i < rules.length; i++) {
-      const r = rules[i];
-      if (r.kind !== 'budget') continue;
-      if (spendKeys === undefined) {
-        spendKeys = new Array<string | undefined>(rules.length);
-        // The reservation: the request's input priced as if 4 bytes were one token (no output assumed). See docs/limits.md for the bound this gives.
-        reserve = call.billing === 'output_only' ? 0n : inputUnits(call.model.pricing, Math.ceil(call.requestBytes / 4), call.key.organization.discount);
-      }
-      spendKeys[i] = spendKey(r, now);
-    }
-    const ticket = new Ticket(this, call, rules, spendKeys ?? NO_KEYS, now, reserve);
+    const { keys: spendKeys, budgets } = spendKeysOf(rules, now);
+    // The reservation: the request's input priced as if 4 bytes were one token (no output assumed). See docs/limits.md for the bound this gives.
+    const reserve = !budgets || call.billing === 'output_only' ? 0n : inputUnits(call.model.pricing, Math.ceil(call.requestBytes / 4), call.key.organization.discount);
+    const ticket = new Ticket(this, call, rules, spendKeys, now, reserve, budgets);
     const leaseMs = call.targets[0].provider.timeouts.totalMs + this.leaseGraceMs;
     const v = this.backend.admit({ rules, spendKeys: ticket.spendKeys, now, lease: ticket.lease, leaseMs, tokens: ticket.tokens, reserve });
     if (v instanceof Promise) return v.then((verdict) => this.decide(ticket, verdict, reply));
@@ -110,7 +103,7 @@ export class Governor {
     const now = this.now();
     const rules: Rule[] = gov ? [...gov.rules] : [];
     if (gov) for (const list of gov.byModel.values()) for (const r of list) if (!rules.includes(r)) rules.push(r);
-    const spendKeys = rules.map((r) => (r.kind === 'budget' ? spendKey(r, now) : undefined));
+    const spendKeys = rules.map((r) => (r.kind === 'budget' ? r.id + periodId(r.period!, now) : undefined));
     const v = await this.backend.peek(rules, spendKeys, now);
     const view: LimitsView = { key: key.id, project: key.project, organization: key.organization.id, backend: this.backend.kind, limits: [], budgets: [] };
     rules.forEach((r, i) => {
@@ -139,16 +132,26 @@ export class Governor {
   }
 }
 
-const NO_KEYS: readonly (string | undefined)[] = [];
+const DAY_MS = 86_400_000;
 
-/** The budget counter's name for the period containing `now`, cached on the rule for the period. */
-function spendKey(r: Rule, now: number): string {
-  const id = periodId(r.period!, now);
-  const c = r.spendKeyCache;
-  if (c !== undefined && c.period === id) return c.key;
-  const key = r.id + id;
-  r.spendKeyCache = { period: id, key };
-  return key;
+interface SpendKeys {
+  day: number;
+  /** Parallel to the rules: a budget's counter name for the period, undefined for a rate rule. */
+  keys: readonly (string | undefined)[];
+  budgets: boolean;
+}
+
+// Per rules list, its budget counters' names for the current UTC day (a month changes on a day boundary too): every
+// request of a day shares one list, and backends may cache what they derive from it by its identity.
+const spendKeyLists = new WeakMap<readonly Rule[], SpendKeys>();
+
+function spendKeysOf(rules: readonly Rule[], now: number): SpendKeys {
+  const day = Math.floor(now / DAY_MS);
+  let c = spendKeyLists.get(rules);
+  if (c !== undefined && c.day === day) return c;
+  c = { day, keys: rules.map((r) => (r.kind === 'budget' ? r.id + periodId(r.period!, now) : undefined)), budgets: rules.some((r) => r.kind === 'budget') };
+  spendKeyLists.set(rules, c);
+  return c;
 }
 
 /** `tokens` input tokens at the model's input price and the discount, in femtopoints (rounded up). */
@@ -178,9 +181,11 @@ export class Ticket {
   readonly now: number;
   readonly reserve: bigint;
   private readonly gov: Governor;
+  private readonly budgets: boolean;
   private row: LedgerRow | undefined;
   private done = false;
-  constructor(gov: Governor, call: GovernedCall, rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number, reserve: bigint) {
+  constructor(gov: Governor, call: GovernedCall, rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number, reserve: bigint, budgets: boolean) {
+    this.budgets = budgets;
     this.gov = gov;
     this.call = call;
     this.rules = rules;
@@ -202,7 +207,8 @@ export class Ticket {
     this.done = true;
     const row = this.row;
     const tokens = row ? row.input + row.cacheRead + row.cacheWrite + row.output : 0;
-    const spend = row ? toUnits(parseDecimal(row.costPoints)) : 0n;
+    // The exact charge is parsed only where a budget counts it.
+    const spend = row && this.budgets ? toUnits(parseDecimal(row.costPoints)) : 0n;
     void this.gov.backend.settle({ rules: this.rules, spendKeys: this.spendKeys, now: this.now, lease: this.lease, tokensDelta: tokens - this.tokens, spendDelta: spend - this.reserve });
   }
 }

@@ -22,23 +22,24 @@ export function setRateHeaders(raw: ServerResponse, family: ErrorFamily, rules: 
     if (k === 'rpm' && (req < 0 || (v.remaining[i] as number) < (v.remaining[req] as number))) req = i;
     else if (k === 'tpm' && (tok < 0 || (v.remaining[i] as number) < (v.remaining[tok] as number))) tok = i;
   }
-  if (family === 'messages') {
-    if (req >= 0) setAnthropic(raw, 'requests', rules[req].limit, v.remaining[req] as number, now + v.resetMs[req]);
-    if (tok >= 0) setAnthropic(raw, 'tokens', rules[tok].limit, v.remaining[tok] as number, now + v.resetMs[tok]);
-    return;
-  }
-  if (req >= 0) setOpenAi(raw, 'requests', rules[req].limit, v.remaining[req] as number, v.resetMs[req]);
-  if (tok >= 0) setOpenAi(raw, 'tokens', rules[tok].limit, v.remaining[tok] as number, v.resetMs[tok]);
+  const names = family === 'messages' ? ANTHROPIC : OPENAI;
+  if (req >= 0) set(raw, names.requests, family, rules[req].limit, v.remaining[req] as number, v.resetMs[req], now);
+  if (tok >= 0) set(raw, names.tokens, family, rules[tok].limit, v.remaining[tok] as number, v.resetMs[tok], now);
 }
 
-function setOpenAi(raw: ServerResponse, what: string, limit: number, remaining: number, resetMs: number): void {
-  raw.setHeader(`x-ratelimit-limit-${what}`, String(limit));
-  raw.setHeader(`x-ratelimit-remaining-${what}`, String(remaining));
-  raw.setHeader(`x-ratelimit-reset-${what}`, resetText(resetMs));
-}
+// Header names built once: [limit, remaining, reset].
+const OPENAI = {
+  requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],
+  tokens: ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+} as const;
+const ANTHROPIC = {
+  requests: ['anthropic-ratelimit-requests-limit', 'anthropic-ratelimit-requests-remaining', 'anthropic-ratelimit-requests-reset'],
+  tokens: ['anthropic-ratelimit-tokens-limit', 'anthropic-ratelimit-tokens-remaining', 'anthropic-ratelimit-tokens-reset'],
+} as const;
 
-function setAnthropic(raw: ServerResponse, what: string, limit: number, remaining: number, resetAt: number): void {
-  raw.setHeader(`anthropic-ratelimit-${what}-limit`, String(limit));
-  raw.setHeader(`anthropic-ratelimit-${what}-remaining`, String(remaining));
-  raw.setHeader(`anthropic-ratelimit-${what}-reset`, new Date(Math.ceil(resetAt / 1000) * 1000).toISOString().replace('.000Z', 'Z'));
+function set(raw: ServerResponse, names: readonly [string, string, string], family: ErrorFamily, limit: number, remaining: number, resetMs: number, now: number): void {
+  raw.setHeader(names[0], String(limit));
+  raw.setHeader(names[1], String(remaining));
+  // OpenAI: a duration ("6s"); Anthropic: the RFC 3339 time of the reset, to the second.
+  raw.setHeader(names[2], family === 'messages' ? new Date(Math.ceil((now + resetMs) / 1000) * 1000).toISOString().replace('.000Z', 'Z') : resetText(resetMs));
 }

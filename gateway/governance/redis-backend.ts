@@ -1,13 +1,16 @@
-// Counters shared by every pod in Redis/Valkey (REDIS_URL): one script call per request at admission and one after
-// the answer, auto-pipelined. While Redis cannot be reached the pod keeps serving from its local view (memory
-// backend): rates fail open on a local limiter or fail closed, as configured; budgets stay enforced from the spend
-// this pod last saw plus what it spent since, and that spend is added to Redis when it comes back.
+// Counters shared by every pod in Redis/Valkey (REDIS_URL). Everything a pod asks in one event-loop turn goes in one
+// script call (BATCH): the admissions of that turn, which are on the requests' path (one round trip, shared), and the
+// settlements queued since the last call, which ride along (or go on their own after `settleDelayMs` when no
+// admission comes). So under load a request costs a fraction of one call, and never more than one round trip.
+// While Redis cannot be reached the pod keeps serving from its local view (memory backend): rates fail open on a
+// local limiter or fail closed, as configured; budgets stay enforced from the spend this pod last saw plus what it
+// spent since, and that spend is added to Redis when it comes back.
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AdmitInput, CounterBackend, SettleInput, Verdict } from './backend.ts';
 import { MemoryBackend } from './memory-backend.ts';
-import { ADD_SPEND, ADMIT, PEEK, RAISE, SETTLE } from './redis-scripts.ts';
+import { ADD_SPEND, BATCH, RAISE } from './redis-scripts.ts';
 import type { Rule } from './rules.ts';
 import { join, split } from './spend-units.ts';
 
@@ -22,6 +25,10 @@ export interface RedisBackendOptions {
   /** Longest wait for one Redis answer before the request is served in degraded mode. */
   commandTimeoutMs?: number;
   log?: Logger;
+  /** How long a settlement may wait for an admission to ride along with (default 10 ms). */
+  settleDelayMs?: number;
+  /** Called per script call sent with its admissions (metrics: calls per request). */
+  onBatch?: (admissions: number) => void;
   /** Called on every change of degraded state (metrics). */
   onDegraded?: (degraded: boolean) => void;
 }
@@ -35,9 +42,7 @@ function script(text: string): Script {
   return { text, sha: createHash('sha1').update(text).digest('hex') };
 }
 
-const S_ADMIT = script(ADMIT);
-const S_SETTLE = script(SETTLE);
-const S_PEEK = script(PEEK);
+const S_BATCH = script(BATCH);
 const S_RAISE = script(RAISE);
 const S_ADD = script(ADD_SPEND);
 
@@ -48,6 +53,27 @@ export function spendTtl(r: Rule): number {
   return r.period === 'day' ? 3 * DAY_MS : r.period === 'month' ? 95 * DAY_MS : 0;
 }
 
+/** A rules list's Redis names and spec strings, built once per rules list and period (see `prebuilt`). */
+interface Prebuilt {
+  keys: string[];
+  specs: string[];
+  /** Indexes of the rules a settlement touches (tpm, concurrency, budget): rpm-only keys settle nothing. */
+  settled: number[];
+}
+
+type Op =
+  | { kind: 'A'; a: AdmitInput; resolve: (v: Verdict) => void }
+  | { kind: 'S'; s: SettleInput }
+  | { kind: 'P'; rules: readonly Rule[]; spendKeys: readonly (string | undefined)[]; now: number; resolve: (v: Verdict) => void };
+
+/** One script call being gathered. */
+class Batch {
+  readonly keys: string[] = [];
+  readonly argv: string[] = [];
+  readonly ops: Op[] = [];
+  admissions = 0;
+}
+
 export class RedisBackend implements CounterBackend {
   readonly kind = 'redis';
   readonly client: Redis;
@@ -56,18 +82,29 @@ export class RedisBackend implements CounterBackend {
   private readonly ratesWhenDown: RatesWhenDown;
   private readonly log: Logger | undefined;
   private readonly onDegraded: ((d: boolean) => void) | undefined;
+  private readonly onBatch: ((admissions: number) => void) | undefined;
   private readonly localLeases = new Set<string>();
   /** Spend accrued while degraded, per counter (with its ttl), added to Redis on recovery. */
   private readonly pending = new Map<string, { units: bigint; ttl: number }>();
   degraded = false;
+  private readonly settleDelayMs: number;
+  private readonly built = new WeakMap<readonly (string | undefined)[], Prebuilt>();
+  private open: Batch | undefined;
+  private immediate = false;
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight = 0;
+  private idle: (() => void) | undefined;
 
   constructor(opts: RedisBackendOptions) {
     this.prefix = opts.prefix ?? 'tollgate:';
+    this.settleDelayMs = opts.settleDelayMs ?? 10;
     this.ratesWhenDown = opts.ratesWhenDown ?? 'local';
     this.log = opts.log;
     this.onDegraded = opts.onDegraded;
+    this.onBatch = opts.onBatch;
     this.client = new Redis(opts.url, {
-      enableAutoPipelining: true,
+      // The backend gathers a turn's work into one script call itself (Batch).
+      enableAutoPipelining: false,
       // Never queue while disconnected: a request served now from the local view beats one waiting for Redis.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
@@ -107,49 +144,101 @@ export class RedisBackend implements CounterBackend {
     });
   }
 
-  private args(rules: readonly Rule[], spendKeys: readonly (string | undefined)[], keys: string[], argv: (string | number)[]): void {
+  /** Names and specs of a rules list; cached by the identity of its spend-key list (stable per rules list and period). */
+  private prebuilt(rules: readonly Rule[], spendKeys: readonly (string | undefined)[]): Prebuilt {
+    let p = this.built.get(spendKeys);
+    if (p === undefined) this.built.set(spendKeys, (p = this.build(rules, spendKeys)));
+    return p;
+  }
+
+  private build(rules: readonly Rule[], spendKeys: readonly (string | undefined)[]): Prebuilt {
+    const p: Prebuilt = { keys: [], specs: [], settled: [] };
     for (let i = 0; i < rules.length; i++) {
       const r = rules[i];
       if (r.kind === 'budget') {
-        keys.push(this.prefix + spendKeys[i]!);
+        p.keys.push(this.prefix + spendKeys[i]!);
         const [w, f] = split(r.units!);
-        argv.push('b', w, f, spendTtl(r));
+        p.specs.push(`b:${w}:${f}:${spendTtl(r)}`);
       } else {
-        keys.push(this.prefix + r.id);
-        argv.push(r.kind === 'rpm' ? 'r' : r.kind === 'tpm' ? 't' : 'c', r.limit, 0, 0);
+        p.keys.push(this.prefix + r.id);
+        p.specs.push(`${r.kind === 'rpm' ? 'r' : r.kind === 'tpm' ? 't' : 'c'}:${r.limit}:0:0`);
       }
+      if (r.kind !== 'rpm') p.settled.push(i);
     }
+    return p;
   }
 
-  private async run(s: Script, keys: string[], argv: (string | number)[]): Promise<unknown> {
-    try {
-      return await this.client.evalsha(s.sha, keys.length, ...keys, ...argv);
-    } catch (err) {
+  private run(s: Script, keys: string[], argv: string[]): Promise<unknown> {
+    return this.client.evalsha(s.sha, keys.length, ...keys, ...argv).catch((err: unknown) => {
       if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
-      return await this.client.eval(s.text, keys.length, ...keys, ...argv);
-    }
+      return this.client.eval(s.text, keys.length, ...keys, ...argv);
+    });
   }
 
-  async admit(a: AdmitInput): Promise<Verdict> {
-    if (this.client.status !== 'ready') return this.admitLocally(a);
-    const keys: string[] = [];
-    const [rw, rf] = split(a.reserve);
-    const argv: (string | number)[] = [a.now, a.lease, a.leaseMs, a.tokens, rw];
-    this.args(a.rules, a.spendKeys, keys, argv);
-    argv.push(rf);
-    let res: (number | string)[];
+  /** The batch of this turn; an admission or a read sends it at the end of the turn, a settlement a little later. */
+  private batch(urgent: boolean): Batch {
+    // A turn with very many requests is split, so one call (and one Lua run) stays bounded.
+    if (this.open !== undefined && this.open.ops.length >= MAX_OPS) this.flushNow();
+    const b = (this.open ??= new Batch());
+    if (urgent && !this.immediate) {
+      this.immediate = true;
+      setImmediate(this.flushNow);
+    } else if (!urgent && this.timer === undefined && !this.immediate) {
+      this.timer = setTimeout(this.flushNow, this.settleDelayMs);
+      this.timer.unref?.();
+    }
+    return b;
+  }
+
+  private readonly flushNow = (): void => {
+    this.immediate = false;
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    const b = this.open;
+    if (b === undefined) return;
+    this.open = undefined;
+    this.onBatch?.(b.admissions);
+    this.inFlight++;
+    void this.send(b).finally(() => {
+      if (--this.inFlight === 0 && this.idle) this.idle();
+    });
+  };
+
+  private async send(b: Batch): Promise<void> {
+    let res: unknown[];
     try {
-      res = (await this.run(S_ADMIT, keys, argv)) as (number | string)[];
+      if (this.client.status !== 'ready') throw new Error('not connected');
+      res = (await this.run(S_BATCH, b.keys, b.argv)) as unknown[];
     } catch (err) {
-      this.log?.warn({ err: (err as Error).message }, 'redis admission failed; served from the local view');
+      if (b.admissions > 0) this.log?.warn({ err: (err as Error).message }, 'redis admission failed; served from the local view');
       this.setDegraded(true, 'command failed');
-      return this.admitLocally(a);
+      for (const op of b.ops) this.failed(op);
+      return;
     }
     // A timed-out command marks the pod degraded without a reconnect; the next answer ends that.
     if (this.degraded) {
       this.setDegraded(false, 'answered');
       void this.flushPending();
     }
+    for (let i = 0; i < b.ops.length; i++) {
+      const op = b.ops[i];
+      if (op.kind === 'A') op.resolve(this.verdict(op.a, res[i] as (number | string)[]));
+      else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, res[i] as string[]));
+    }
+  }
+
+  /** What an operation does when its batch could not be sent. */
+  private failed(op: Op): void {
+    if (op.kind === 'A') op.resolve(this.admitLocally(op.a));
+    else if (op.kind === 'S') {
+      // The slot expires with its lease; the spend goes to Redis when it is back (and the ledger has it anyway).
+      this.addPending(op.s.rules, op.s.spendKeys, op.s.spendDelta);
+    } else void this.local.peek(op.rules, op.spendKeys, op.now).then(op.resolve);
+  }
+
+  private verdict(a: AdmitInput, res: (number | string)[]): Verdict {
     const n = a.rules.length;
     const v: Verdict = { ok: res[0] === 1, refused: -1, retryAfterMs: 0, remaining: new Array(n), resetMs: new Array(n) };
     if (!v.ok) {
@@ -172,6 +261,18 @@ export class RedisBackend implements CounterBackend {
       }
     }
     return v;
+  }
+
+  admit(a: AdmitInput): Verdict | Promise<Verdict> {
+    if (this.client.status !== 'ready') return this.admitLocally(a);
+    const p = this.prebuilt(a.rules, a.spendKeys);
+    const b = this.batch(true);
+    const [rw, rf] = a.reserve === 0n ? ZERO : split(a.reserve);
+    b.argv.push('A', String(a.now), a.lease, String(a.leaseMs), String(a.tokens), rw, rf, String(p.keys.length));
+    pushAll(b.keys, p.keys);
+    pushAll(b.argv, p.specs);
+    b.admissions++;
+    return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'A', a, resolve }));
   }
 
   private admitLocally(a: AdmitInput): Verdict {
@@ -203,7 +304,7 @@ export class RedisBackend implements CounterBackend {
     for (const [key, p] of entries) {
       const [w, f] = split(p.units);
       try {
-        await this.run(S_ADD, [this.prefix + key], [w, f, p.ttl]);
+        await this.run(S_ADD, [this.prefix + key], [w, f, String(p.ttl)]);
       } catch (err) {
         const again = this.pending.get(key);
         if (again) again.units += p.units;
@@ -214,56 +315,81 @@ export class RedisBackend implements CounterBackend {
     }
   }
 
-  async settle(s: SettleInput): Promise<void> {
+  settle(s: SettleInput): void {
     if (this.localLeases.delete(s.lease)) {
       this.local.settle(s);
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
       return;
     }
     // The local view keeps the exact spend too (concurrency and tokens there belong to local admissions only).
-    for (let i = 0; i < s.rules.length; i++) if (s.rules[i].kind === 'budget' && s.spendDelta !== 0n) this.local.spend.set(s.spendKeys[i]!, this.local.spent(s.spendKeys[i]!) + s.spendDelta);
-    const keys: string[] = [];
-    const [dw, df] = split(s.spendDelta);
-    const argv: (string | number)[] = [s.now, s.lease, s.tokensDelta, dw, df];
-    this.args(s.rules, s.spendKeys, keys, argv);
-    try {
-      if (this.client.status !== 'ready') throw new Error('not connected');
-      await this.run(S_SETTLE, keys, argv);
-    } catch (err) {
-      // The slot expires with its lease; the spend goes to Redis when it is back (and the ledger has it anyway).
+    if (s.spendDelta !== 0n) for (let i = 0; i < s.rules.length; i++) if (s.rules[i].kind === 'budget') this.local.spend.set(s.spendKeys[i]!, this.local.spent(s.spendKeys[i]!) + s.spendDelta);
+    const p = this.prebuilt(s.rules, s.spendKeys);
+    const idx = p.settled;
+    if (idx.length === 0) return;
+    if (this.client.status !== 'ready') {
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
-      this.log?.warn({ err: (err as Error).message }, 'redis settlement failed; spend kept locally');
+      return;
     }
+    const b = this.batch(false);
+    const [dw, df] = s.spendDelta === 0n ? ZERO : split(s.spendDelta);
+    b.argv.push('S', String(s.now), s.lease, String(s.tokensDelta), dw, df, '0', String(idx.length));
+    for (let j = 0; j < idx.length; j++) {
+      b.keys.push(p.keys[idx[j]]);
+      b.argv.push(p.specs[idx[j]]);
+    }
+    b.ops.push({ kind: 'S', s });
   }
 
-  async peek(rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number): Promise<Verdict> {
+  peek(rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number): Promise<Verdict> {
     if (this.client.status !== 'ready') return this.local.peek(rules, spendKeys, now);
-    const keys: string[] = [];
-    const argv: (string | number)[] = [now, 0, 0, 0, 0];
-    this.args(rules, spendKeys, keys, argv);
-    const res = (await this.run(S_PEEK, keys, argv)) as string[];
-    const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], resetMs: [] };
-    rules.forEach((r, i) => {
-      if (r.kind === 'budget') {
-        v.remaining.push(r.units! - join(res[2 * i], res[2 * i + 1]));
-        v.resetMs.push(0);
-      } else {
-        v.remaining.push(Number(res[2 * i]));
-        v.resetMs.push(Number(res[2 * i + 1]));
-      }
-    });
-    return v;
+    // Not cached: a read is rare, and its spend-key list is built for it.
+    const p = this.build(rules, spendKeys);
+    const b = this.batch(true);
+    b.argv.push('P', String(now), '', '0', '0', '0', '0', String(p.keys.length));
+    pushAll(b.keys, p.keys);
+    pushAll(b.argv, p.specs);
+    return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'P', rules, spendKeys, now, resolve }));
   }
 
   async raiseSpend(spendKey: string, units: bigint, ttlMs: number): Promise<void> {
     await this.local.raiseSpend(spendKey, units);
     if (this.client.status !== 'ready') return;
     const [w, f] = split(units);
-    await this.run(S_RAISE, [this.prefix + spendKey], [w, f, ttlMs]);
+    await this.run(S_RAISE, [this.prefix + spendKey], [w, f, String(ttlMs)]);
+  }
+
+  /** Sends what is queued (settlements included) and waits for every call in flight, bounded by the command timeout. */
+  async drain(): Promise<void> {
+    this.flushNow();
+    if (this.inFlight === 0) return;
+    await new Promise<void>((resolve) => (this.idle = resolve));
+    this.idle = undefined;
   }
 
   async close(): Promise<void> {
+    await this.drain();
     this.client.removeAllListeners('close');
     this.client.disconnect();
   }
+}
+
+const ZERO: readonly [string, string] = ['0', '0'];
+const MAX_OPS = 256;
+
+function pushAll(to: string[], from: readonly string[]): void {
+  for (let i = 0; i < from.length; i++) to.push(from[i]);
+}
+
+function peekVerdict(rules: readonly Rule[], res: string[]): Verdict {
+  const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], resetMs: [] };
+  for (let i = 0; i < rules.length; i++) {
+    if (rules[i].kind === 'budget') {
+      v.remaining.push(rules[i].units! - join(res[2 * i], res[2 * i + 1]));
+      v.resetMs.push(0);
+    } else {
+      v.remaining.push(Number(res[2 * i]));
+      v.resetMs.push(Number(res[2 * i + 1]));
+    }
+  }
+  return v;
 }

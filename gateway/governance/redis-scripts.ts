@@ -1,7 +1,8 @@
-// Lua run atomically inside Redis/Valkey. Every request's rules go in one script call: all admit or none changes.
+// Lua run atomically inside Redis/Valkey. A request's rules are admitted together: all admit or none changes.
 // Floats (GCRA arrival times) travel as %.17g strings, which round-trip a double; spend is two integers per counter,
 // whole points `w` and femtopoints `f` (0 <= f < 10^15), both exact in Lua's doubles.
-// Per rule the ARGV carry four values from index 6: kind (r rpm, t tpm, c concurrency, b budget), a, b, ttl ms.
+// A rule travels as one spec string built once per rule: "kind:a:b:ttl" with kind r (rpm), t (tpm), c (concurrency)
+// or b (budget); a is the limit (budgets: whole points), b the budget's femtopoints, ttl the counter's ms (budgets).
 
 const COMMON = `
 local W = 60000
@@ -21,113 +22,134 @@ local function addSpend(key, dw, df, ttl)
 end
 `;
 
-/** Returns {1, r1a, r1b, r2a, r2b, ...} on admission, {0, index, retryAfterMs} on refusal. */
-export const ADMIT = `${COMMON}
-local now = tonumber(ARGV[1])
-local lease = ARGV[2]
-local leaseMs = tonumber(ARGV[3])
-local tokens = tonumber(ARGV[4])
-local n = #KEYS
-local res = {1}
-local nexts = {}
-for i = 1, n do
-  local at = 6 + 4 * (i - 1)
-  local kind = ARGV[at]
-  local a = tonumber(ARGV[at + 1])
-  if kind == 'r' or kind == 't' then
-    local t = W / a
-    local cost = 1
-    if kind == 't' then cost = math.max(1, math.min(tokens, a)) end
-    local tat = tonumber(redis.call('GET', KEYS[i]) or now)
-    if tat < now then tat = now end
-    local nx = tat + cost * t
-    local over = nx - now - W
-    if over > EPS then return {0, i - 1, num(over)} end
-    nexts[i] = nx
-    res[2 * i] = num(math.floor((W - (nx - now) + EPS) / t))
-    res[2 * i + 1] = num(nx - now)
-  elseif kind == 'c' then
-    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', num(now))
-    local used = redis.call('ZCARD', KEYS[i])
-    if used >= a then return {0, i - 1, '1000'} end
-    res[2 * i] = num(a - used - 1)
-    res[2 * i + 1] = '0'
-  else
-    local v = redis.call('HMGET', KEYS[i], 'w', 'f')
-    local w = tonumber(v[1] or '0')
-    local f = tonumber(v[2] or '0')
-    local lf = tonumber(ARGV[at + 2])
-    if w > a or (w == a and f >= lf) then return {0, i - 1, '0'} end
-    res[2 * i] = string.format('%d', w)
-    res[2 * i + 1] = string.format('%d', f)
+/**
+ * Every admission, settlement and read of one event-loop turn in one call. ARGV is a sequence of operations, each
+ * `op, now, lease, x1, x2, x3, x4, n` then `n` rule specs ("kind:a:b:ttl"); each takes the next `n` KEYS.
+ *   A (admit):  x1 lease ms, x2 tokens, x3/x4 reservation w/f → {1, r1a, r1b, ...} or {0, index, retryAfterMs}
+ *   S (settle): x1 tokens delta, x2/x3 spend delta w/f     → 1
+ *   P (peek):                                              → {r1a, r1b, ...}
+ * Rule values per kind: rpm/tpm {remaining, reset ms}, concurrency {remaining, 0}, budget {w, f} spent.
+ * Each admission is all-or-nothing on its own rules; the operations run in the order the pod issued them.
+ */
+export const BATCH = `${COMMON}
+local function admit(k, n, now, lease, leaseMs, tokens, rw, rf, kinds, lims, bs, ttls)
+  local res = {1}
+  local nexts = {}
+  for i = 1, n do
+    local key = KEYS[k + i]
+    local kind = kinds[i]
+    local a = lims[i]
+    if kind == 'r' or kind == 't' then
+      local t = W / a
+      local cost = 1
+      if kind == 't' then cost = math.max(1, math.min(tokens, a)) end
+      local tat = tonumber(redis.call('GET', key) or now)
+      if tat < now then tat = now end
+      local nx = tat + cost * t
+      local over = nx - now - W
+      if over > EPS then return {0, i - 1, num(over)} end
+      nexts[i] = nx
+      res[2 * i] = num(math.floor((W - (nx - now) + EPS) / t))
+      res[2 * i + 1] = num(nx - now)
+    elseif kind == 'c' then
+      redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now))
+      local used = redis.call('ZCARD', key)
+      if used >= a then return {0, i - 1, '1000'} end
+      res[2 * i] = num(a - used - 1)
+      res[2 * i + 1] = '0'
+    else
+      local v = redis.call('HMGET', key, 'w', 'f')
+      local w = tonumber(v[1] or '0')
+      local f = tonumber(v[2] or '0')
+      if w > a or (w == a and f >= bs[i]) then return {0, i - 1, '0'} end
+      res[2 * i] = string.format('%d', w)
+      res[2 * i + 1] = string.format('%d', f)
+    end
   end
-end
-local rw = tonumber(ARGV[5])
-local rf = tonumber(ARGV[6 + 4 * n])
-for i = 1, n do
-  local at = 6 + 4 * (i - 1)
-  local kind = ARGV[at]
-  if kind == 'r' or kind == 't' then
-    redis.call('SET', KEYS[i], num(nexts[i]), 'PX', math.ceil(nexts[i] - now) + 1000)
-  elseif kind == 'c' then
-    redis.call('ZADD', KEYS[i], num(now + leaseMs), lease)
-    redis.call('PEXPIRE', KEYS[i], leaseMs)
-  else
-    addSpend(KEYS[i], rw, rf, tonumber(ARGV[at + 3]))
+  for i = 1, n do
+    local key = KEYS[k + i]
+    local kind = kinds[i]
+    if kind == 'r' or kind == 't' then
+      redis.call('SET', key, num(nexts[i]), 'PX', math.ceil(nexts[i] - now) + 1000)
+    elseif kind == 'c' then
+      redis.call('ZADD', key, num(now + leaseMs), lease)
+      redis.call('PEXPIRE', key, leaseMs)
+    else
+      addSpend(key, rw, rf, ttls[i])
+    end
   end
+  return res
 end
-return res
-`;
 
-/** Settles one request: tokens delta on tpm rules, the lease off concurrency rules, the spend delta on budgets. */
-export const SETTLE = `${COMMON}
-local now = tonumber(ARGV[1])
-local lease = ARGV[2]
-local dt = tonumber(ARGV[3])
-local dw = tonumber(ARGV[4])
-local df = tonumber(ARGV[5])
-for i = 1, #KEYS do
-  local at = 6 + 4 * (i - 1)
-  local kind = ARGV[at]
-  local a = tonumber(ARGV[at + 1])
-  if kind == 't' and dt ~= 0 then
-    local t = W / a
-    local tat = tonumber(redis.call('GET', KEYS[i]) or now)
-    local nx = tat + dt * t
-    if nx > now then redis.call('SET', KEYS[i], num(nx), 'PX', math.ceil(nx - now) + 1000) end
-  elseif kind == 'c' then
-    redis.call('ZREM', KEYS[i], lease)
-  elseif kind == 'b' then
-    addSpend(KEYS[i], dw, df, tonumber(ARGV[at + 3]))
+local function settle(k, n, now, lease, dt, dw, df, kinds, lims, ttls)
+  for i = 1, n do
+    local key = KEYS[k + i]
+    local kind = kinds[i]
+    if kind == 't' and dt ~= 0 then
+      local tat = tonumber(redis.call('GET', key) or now)
+      local nx = tat + dt * (W / lims[i])
+      if nx > now then redis.call('SET', key, num(nx), 'PX', math.ceil(nx - now) + 1000) end
+    elseif kind == 'c' then
+      redis.call('ZREM', key, lease)
+    elseif kind == 'b' then
+      addSpend(key, dw, df, ttls[i])
+    end
   end
+  return 1
 end
-return 1
-`;
 
-/** Reads without changing: per rule {remaining, reset} or, for budgets, {w, f}. */
-export const PEEK = `${COMMON}
-local now = tonumber(ARGV[1])
-local res = {}
-for i = 1, #KEYS do
-  local at = 6 + 4 * (i - 1)
-  local kind = ARGV[at]
-  local a = tonumber(ARGV[at + 1])
-  if kind == 'r' or kind == 't' then
-    local t = W / a
-    local tat = tonumber(redis.call('GET', KEYS[i]) or now)
-    if tat < now then tat = now end
-    res[2 * i - 1] = num(math.max(0, math.floor((W - (tat - now) + EPS) / t)))
-    res[2 * i] = num(tat - now)
-  elseif kind == 'c' then
-    res[2 * i - 1] = num(a - redis.call('ZCOUNT', KEYS[i], '(' .. num(now), '+inf'))
-    res[2 * i] = '0'
-  else
-    local v = redis.call('HMGET', KEYS[i], 'w', 'f')
-    res[2 * i - 1] = v[1] or '0'
-    res[2 * i] = v[2] or '0'
+local function peek(k, n, now, kinds, lims)
+  local res = {}
+  for i = 1, n do
+    local key = KEYS[k + i]
+    local kind = kinds[i]
+    local a = lims[i]
+    if kind == 'r' or kind == 't' then
+      local t = W / a
+      local tat = tonumber(redis.call('GET', key) or now)
+      if tat < now then tat = now end
+      res[2 * i - 1] = num(math.max(0, math.floor((W - (tat - now) + EPS) / t)))
+      res[2 * i] = num(tat - now)
+    elseif kind == 'c' then
+      res[2 * i - 1] = num(a - redis.call('ZCOUNT', key, '(' .. num(now), '+inf'))
+      res[2 * i] = '0'
+    else
+      local v = redis.call('HMGET', key, 'w', 'f')
+      res[2 * i - 1] = v[1] or '0'
+      res[2 * i] = v[2] or '0'
+    end
   end
+  return res
 end
-return res
+
+local out = {}
+local k = 0
+local at = 1
+local argc = #ARGV
+while at <= argc do
+  local op = ARGV[at]
+  local now = tonumber(ARGV[at + 1])
+  local lease = ARGV[at + 2]
+  local n = tonumber(ARGV[at + 7])
+  local kinds, lims, bs, ttls = {}, {}, {}, {}
+  for i = 1, n do
+    local kind, a, b, ttl = string.match(ARGV[at + 7 + i], '^(%a):([^:]+):([^:]+):([^:]+)$')
+    kinds[i] = kind
+    lims[i] = tonumber(a)
+    bs[i] = tonumber(b)
+    ttls[i] = tonumber(ttl)
+  end
+  if op == 'A' then
+    out[#out + 1] = admit(k, n, now, lease, tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), tonumber(ARGV[at + 6]), kinds, lims, bs, ttls)
+  elseif op == 'S' then
+    out[#out + 1] = settle(k, n, now, lease, tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), kinds, lims, ttls)
+  else
+    out[#out + 1] = peek(k, n, now, kinds, lims)
+  end
+  k = k + n
+  at = at + 8 + n
+end
+return out
 `;
 
 /** Raises a spend counter to at least (w, f): the ledger is the floor of what was spent. */

@@ -24,8 +24,6 @@ export interface Rule {
   units?: bigint;
   /** Soft threshold in femtopoints: answers are flagged past it. */
   softUnits?: bigint;
-  /** Budgets: the counter name of the period last asked for (so a request builds no string within a period). */
-  spendKeyCache?: { period: string; key: string };
 }
 
 export interface KeyGovernance {

@@ -6,10 +6,13 @@ import { parseDecimal } from '../billing/decimal.ts';
 
 export const SPEND_SCALE = 15;
 const ONE = 10n ** BigInt(SPEND_SCALE);
+// Powers of ten up to any scale a charge reaches (prices, discounts and their products), computed once.
+const POW10: bigint[] = Array.from({ length: 64 }, (_, i) => 10n ** BigInt(i));
+const pow10 = (n: number): bigint => POW10[n] ?? 10n ** BigInt(n);
 
 export function toUnits(d: Decimal): bigint {
-  if (d.scale <= SPEND_SCALE) return d.units * 10n ** BigInt(SPEND_SCALE - d.scale);
-  const div = 10n ** BigInt(d.scale - SPEND_SCALE);
+  if (d.scale <= SPEND_SCALE) return d.units * pow10(SPEND_SCALE - d.scale);
+  const div = pow10(d.scale - SPEND_SCALE);
   const q = d.units / div;
   return d.units % div === 0n ? q : q + 1n;
 }

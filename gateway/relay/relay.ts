@@ -80,7 +80,8 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   let call = first;
   // Governance: admitted (or refused with a 429, never sent upstream) before any upstream is contacted; settled in `finally`.
   const admission = deps.governor?.admit(call, reply);
-  const ticket = admission === undefined ? undefined : await admission;
+  // In-process counters answer synchronously: no await (and no microtask) then.
+  const ticket = admission instanceof Promise ? await admission : admission;
   if (ticket) deps = governed(deps, ticket);
   const controller = new AbortController();
   deps.inflight?.add(controller);

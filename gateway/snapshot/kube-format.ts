@@ -19,6 +19,11 @@ export const SERVED_VERSION_ANNOTATION = 'tollgate.dev/snapshot-version';
 export const STALE_AFTER_ANNOTATION = 'tollgate.dev/stale-after-seconds';
 /** "true" while the pod knows its snapshot may be stale (and so is not ready). */
 export const STALE_ANNOTATION = 'tollgate.dev/stale';
+/**
+ * Spend so far per budget scope as this pod last read it from the ledger (JSON, see gateway/governance/spend-report.ts):
+ * the operator shows it on Organization and ApiKey status.
+ */
+export const SPEND_ANNOTATION = 'tollgate.dev/spend';
 export const gatewayLeaseName = (pod: string): string => `tollgate-gw-${pod}`.slice(0, 253).replace(/[^a-z0-9.-]/g, '-').replace(/[-.]+$/, '');
 
 export type SnapshotBase = Omit<Snapshot, 'apiKeys' | 'version' | 'generation'>;

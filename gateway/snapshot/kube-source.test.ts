@@ -28,6 +28,7 @@ describe('kube snapshot source', () => {
   const holder = new SnapshotHolder();
   const key = generateApiKey();
   let generation = 0;
+  let spendReport: string | undefined;
 
   async function put(name: string, data: Record<string, string>): Promise<void> {
     const body = { metadata: { name, labels: { [SNAPSHOT_LABEL]: name === MANIFEST_SECRET ? 'manifest' : 'shard' } }, data };
@@ -53,7 +54,7 @@ describe('kube snapshot source', () => {
   beforeAll(async () => {
     api = await startFakeApiServer({ bookmarkIntervalMs: 100 });
     core = api.kubeConfig(NS).makeApiClient(CoreV1Api);
-    source = startKubeSource({ holder, log: quietLogger, kubeConfig: api.kubeConfig(NS), namespace: NS, podName: 'gw-0', reportEveryMs: 100, informer: { backoffBaseMs: 50, backoffMaxMs: 300, lastSeenLimitMs: 2000 } });
+    source = startKubeSource({ holder, log: quietLogger, kubeConfig: api.kubeConfig(NS), namespace: NS, podName: 'gw-0', reportEveryMs: 100, spendReport: () => spendReport, informer: { backoffBaseMs: 50, backoffMaxMs: 300, lastSeenLimitMs: 2000 } });
   });
   afterAll(async () => {
     await source?.close();
@@ -69,6 +70,10 @@ describe('kube snapshot source', () => {
     expect(holder.current!.keysByHash.get(key.hash)?.project).toBe('web');
     const leases = api.kubeConfig(NS).makeApiClient(CoordinationV1Api);
     await eventually(async () => (await leases.readNamespacedLease({ namespace: NS, name: 'tollgate-gw-gw-0' }).catch(() => undefined))?.metadata?.annotations?.['tollgate.dev/snapshot-generation'] === String(g), 3000, 'lease report');
+    // The governor's spend report (once it has reconciled with the ledger) rides on the same Lease for the operator.
+    expect((await leases.readNamespacedLease({ namespace: NS, name: 'tollgate-gw-gw-0' })).metadata?.annotations?.['tollgate.dev/spend']).toBeUndefined();
+    spendReport = '{"day":"d20261124","month":"m202611","scopes":{"Organization/acme":{"month":"1.5"}}}';
+    await eventually(async () => (await leases.readNamespacedLease({ namespace: NS, name: 'tollgate-gw-gw-0' })).metadata?.annotations?.['tollgate.dev/spend'] === spendReport, 3000, 'spend report');
   });
 
   it('waits while a shard is newer than the manifest, then switches when the manifest lands', async () => {

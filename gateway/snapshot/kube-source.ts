@@ -12,7 +12,7 @@ import type { Logger } from './file-source.ts';
 import type { SnapshotHolder } from './holder.ts';
 import { Informer, shareConnections, statusOf } from '../../kube/informer.ts';
 import type { KeyShard, SnapshotManifest } from './kube-format.ts';
-import { GATEWAY_REPORT_LABEL, gatewayLeaseName, gunzipBase64, MANIFEST_SECRET, SERVED_GENERATION_ANNOTATION, SERVED_VERSION_ANNOTATION, sha256, SNAPSHOT_LABEL, STALE_AFTER_ANNOTATION, STALE_ANNOTATION } from './kube-format.ts';
+import { GATEWAY_REPORT_LABEL, gatewayLeaseName, gunzipBase64, MANIFEST_SECRET, SERVED_GENERATION_ANNOTATION, SERVED_VERSION_ANNOTATION, sha256, SNAPSHOT_LABEL, SPEND_ANNOTATION, STALE_AFTER_ANNOTATION, STALE_ANNOTATION } from './kube-format.ts';
 import type { RuntimeBase, RuntimeKey } from './runtime.ts';
 import type { Snapshot } from './schema.ts';
 import { compileBase, compileKeys } from './runtime.ts';
@@ -47,6 +47,8 @@ export interface KubeSourceOptions {
    * condition on the Provider and Model). The gateway passes its health registry's.
    */
   ejected?: () => Iterable<EjectedTarget>;
+  /** Spend per budget scope from the last ledger reconciliation, reported on the Lease for the operator to show. */
+  spendReport?: () => string | undefined;
 }
 
 export interface KubeSource {
@@ -201,7 +203,7 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
   let closed = false;
   async function reportOnce(): Promise<void> {
     const snap = o.holder.current;
-    const annotations = {
+    const annotations: Record<string, string> = {
       [SERVED_GENERATION_ANNOTATION]: String(snap?.generation ?? -1),
       [SERVED_VERSION_ANNOTATION]: snap?.version ?? '',
       [STALE_AFTER_ANNOTATION]: String(Math.ceil(staleAfterMs / 1000)),
@@ -209,6 +211,8 @@ export function startKubeSource(o: KubeSourceOptions): KubeSource {
       // Rides on the renewal the Lease gets anyway: no write of its own, at most one renewal period late.
       [EJECTED_ANNOTATION]: o.ejected ? encodeEjected(o.ejected()) : '',
     };
+    const spend = o.spendReport?.();
+    if (spend !== undefined) annotations[SPEND_ANNOTATION] = spend;
     const spec = { holderIdentity: podName, leaseDurationSeconds: duration, renewTime: new Date() };
     const labels = { [GATEWAY_REPORT_LABEL]: 'true', 'app.kubernetes.io/part-of': 'tollgate' };
     for (let attempt = 0; attempt < 3; attempt++) {

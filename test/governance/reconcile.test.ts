@@ -4,6 +4,7 @@ import { generateApiKey } from '../../gateway/auth/api-key.ts';
 import { reconcile } from '../../gateway/governance/create.ts';
 import { MemoryBackend } from '../../gateway/governance/memory-backend.ts';
 import { periodId } from '../../gateway/governance/periods.ts';
+import { parseSpendReport } from '../../gateway/governance/spend-report.ts';
 import { unitsToPoints } from '../../gateway/governance/spend-units.ts';
 import { compileSnapshot } from '../../gateway/snapshot/runtime.ts';
 import { snapshotSchema } from '../../gateway/snapshot/schema.ts';
@@ -38,12 +39,18 @@ describe('reconciliation with the ledger', () => {
     const day = periodId('day', now);
     const month = periodId('month', now);
     b.spend.set(`k:k1:spend:${month}`, 10n ** 16n); // 10 points already counted: more than the ledger has (7.5)
-    await reconcile(b, store, s, now);
+    const report = await reconcile(b, store, s, now);
     const pts = (key: string) => unitsToPoints(b.spent(key));
     expect(pts(`o:acme:spend:${day}`)).toBe('3.250000000000001');
     expect(pts(`o:acme:spend:${month}`)).toBe('103.250000000000001');
     expect(pts(`p:acme/web:spend:${day}`)).toBe('1.250000000000001');
     expect(pts(`k:k1:spend:${day}`)).toBe('0.5');
     expect(pts(`k:k1:spend:${month}`)).toBe('10');
+    // The same figures, as the ledger has them, are what the pod reports for Organization and ApiKey status.
+    expect(parseSpendReport(report)).toEqual({
+      day,
+      month,
+      scopes: { 'Organization/acme': { day: '3.250000000000001', month: '103.250000000000001' }, 'ApiKey/k1': { day: '0.5', month: '7.5' } },
+    });
   });
 });

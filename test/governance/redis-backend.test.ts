@@ -75,6 +75,55 @@ describe('redis backend', () => {
     expect(results.filter((r) => r instanceof GatewayError && r.kind === 'rate_limited')).toHaveLength(14);
   });
 
+  it('one script call per event-loop turn: concurrent admissions share it, settlements ride along with the next', async () => {
+    const c = world({ limits: { rpm: 1000, tpm: 1_000_000, concurrency: 100 }, budget: { day: '1000', total: '1000' } });
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    const calls: number[] = [];
+    const evalsha = b.client.evalsha.bind(b.client) as (...args: unknown[]) => Promise<unknown>;
+    // Counts the script calls and their keys: a batch carries every request's rules (5 each).
+    (b.client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = (...args: unknown[]) => {
+      calls.push(Number(args[1]));
+      return evalsha(...args);
+    };
+    const first = await Promise.all(Array.from({ length: 20 }, () => admit(g, c)));
+    expect(first.every((t) => t && !(t instanceof GatewayError))).toBe(true);
+    expect(calls).toEqual([20 * 5]);
+    // Twenty settlements queued, then ten admissions in one turn: all of it goes in one call, settlements first.
+    for (const t of first) {
+      const tk = t as Exclude<(typeof first)[number], GatewayError | undefined>;
+      tk.charged({ input: 10, output: 10, cacheRead: 0, cacheWrite: 0, costPoints: '0.001' } as LedgerRow);
+      tk.finish();
+    }
+    const second = await Promise.all(Array.from({ length: 10 }, () => admit(g, c)));
+    expect(second.every((t) => t && !(t instanceof GatewayError))).toBe(true);
+    // A settlement touches tpm, concurrency and both budgets (rpm has nothing to settle): 4 keys each.
+    expect(calls).toEqual([100, 20 * 4 + 10 * 5]);
+    // Without admissions, settlements go on their own a few ms later, again all in one call.
+    for (const t of second) (t as { finish(): void }).finish();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(calls).toEqual([100, 130, 10 * 4]);
+    const view = await g.describe(c.key);
+    expect(view.limits.find((l) => l.kind === 'concurrency')!.remaining).toBe(100);
+    // 20 charged at 0.001; the 10 unbilled gave their reservations back.
+    expect(view.budgets.map((x) => x.spent)).toEqual(['0.02', '0.02']);
+  });
+
+  it('a turn with very many requests is split into bounded calls', async () => {
+    const c = world({ limits: { rpm: 1000 } });
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    const calls: number[] = [];
+    const evalsha = b.client.evalsha.bind(b.client) as (...args: unknown[]) => Promise<unknown>;
+    (b.client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = (...args: unknown[]) => {
+      calls.push(Number(args[1]));
+      return evalsha(...args);
+    };
+    const results = await Promise.all(Array.from({ length: 300 }, () => admit(g, c)));
+    expect(results.every((t) => t && !(t instanceof GatewayError))).toBe(true);
+    expect(calls).toEqual([256, 44]);
+  });
+
   it('concurrency is exact; a slot never released comes back when its lease ends', async () => {
     const c = world({ limits: { concurrency: 3 } }, 300); // lease = 300 ms total timeout + grace
     const g = new Governor({ backend: await backend(), leaseGraceMs: 200 });

@@ -1,6 +1,6 @@
 import { SLUG, name, status } from '../common.ts';
 import { AGE_COLUMN, APPLIED_COLUMN, READY_COLUMN, REASON_COLUMN, type KindDefinition } from '../crd.ts';
-import { budget, rateLimits } from '../limits.ts';
+import { budget, rateLimits, spendStatus } from '../limits.ts';
 import { bool, obj, str } from '../openapi.ts';
 
 export const apiKey: KindDefinition = {
@@ -23,6 +23,7 @@ export const apiKey: KindDefinition = {
   status: status({
     secretName: str('Name of the Secret (owned by this ApiKey) whose data.key holds the sk_live_ key.', { maxLength: 253 }),
     prefix: str('Display prefix of the key, e.g. sk_live_Ab3dEf: enough to recognise it in logs, never enough to use it.', { maxLength: 24 }),
+    spend: spendStatus('this key'),
   }),
   columns: [
     { name: 'Org', type: 'string', jsonPath: '.spec.organization', description: 'Organization.' },
@@ -30,6 +31,7 @@ export const apiKey: KindDefinition = {
     { name: 'Prefix', type: 'string', jsonPath: '.status.prefix', description: 'Key display prefix.' },
     { name: 'RPM', type: 'integer', jsonPath: '.spec.limits.rpm', description: 'Requests per minute for this key.', priority: 1 },
     { name: 'Budget', type: 'string', jsonPath: '.spec.budget.month', description: 'Points per UTC month for this key.', priority: 1 },
+    { name: 'Spent/Month', type: 'string', jsonPath: '.status.spend.month', description: 'Points spent this UTC month (keys with a month budget).', priority: 1 },
     READY_COLUMN,
     { name: 'Disabled', type: 'boolean', jsonPath: '.spec.disabled', description: 'Revoked by hand.', priority: 1 },
     { name: 'Expires', type: 'string', jsonPath: '.spec.expiresAt', description: 'Expiry time.', priority: 1 },

@@ -1,6 +1,6 @@
 import { decimal, status } from '../common.ts';
 import { AGE_COLUMN, APPLIED_COLUMN, READY_COLUMN, REASON_COLUMN, type KindDefinition } from '../crd.ts';
-import { budget, projects, rateLimits } from '../limits.ts';
+import { budget, projects, rateLimits, spendStatus } from '../limits.ts';
 import { list, obj, str } from '../openapi.ts';
 
 export const organization: KindDefinition = {
@@ -20,13 +20,15 @@ export const organization: KindDefinition = {
     budget: budget('Spend budget of the whole organization, in points.'),
     projects: projects(),
   }),
-  status: status(),
+  status: status({ spend: spendStatus('the whole organization') }),
   columns: [
     { name: 'Models', type: 'string', jsonPath: '.spec.models', description: 'Models this organization may call.' },
     { name: 'Discount', type: 'string', jsonPath: '.spec.discount', description: 'Discount override (empty: the pricing groups\' own).' },
     { name: 'RPM', type: 'integer', jsonPath: '.spec.limits.rpm', description: 'Requests per minute for the organization.' },
     { name: 'Budget/Day', type: 'string', jsonPath: '.spec.budget.day', description: 'Points per UTC day.' },
     { name: 'Budget/Month', type: 'string', jsonPath: '.spec.budget.month', description: 'Points per UTC month.' },
+    { name: 'Spent/Month', type: 'string', jsonPath: '.status.spend.month', description: 'Points spent this UTC month (from the ledger, up to a minute behind).' },
+    { name: 'Spent/Day', type: 'string', jsonPath: '.status.spend.day', description: 'Points spent this UTC day.', priority: 1 },
     { name: 'TPM', type: 'integer', jsonPath: '.spec.limits.tpm', description: 'Tokens per minute for the organization.', priority: 1 },
     { name: 'Concurrency', type: 'integer', jsonPath: '.spec.limits.concurrency', description: 'Requests in flight for the organization.', priority: 1 },
     READY_COLUMN,
