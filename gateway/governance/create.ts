@@ -10,9 +10,8 @@ import type { Store } from '../store/store.ts';
 import type { CounterBackend } from './backend.ts';
 import { Governor } from './governor.ts';
 import { MemoryBackend } from './memory-backend.ts';
-import { periodId, periodStart } from './periods.ts';
+import { periodId, periodStart, spendTtl } from './periods.ts';
 import type { RatesWhenDown } from './redis-backend.ts';
-import { spendTtl } from './redis-backend.ts';
 import type { Rule } from './rules.ts';
 import { pointsToUnits } from './spend-units.ts';
 

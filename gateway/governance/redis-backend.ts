@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AdmitInput, CounterBackend, SettleInput, Verdict } from './backend.ts';
 import { MemoryBackend } from './memory-backend.ts';
+import { spendTtl } from './periods.ts';
 import { ADD_SPEND, ADMIT, PEEK, RAISE, SETTLE } from './redis-scripts.ts';
 import type { Rule } from './rules.ts';
 import { join, split } from './spend-units.ts';
@@ -40,13 +41,6 @@ const S_SETTLE = script(SETTLE);
 const S_PEEK = script(PEEK);
 const S_RAISE = script(RAISE);
 const S_ADD = script(ADD_SPEND);
-
-const DAY_MS = 86_400_000;
-
-/** How long a budget counter outlives its period: a day counter a few days, a month counter a few months. */
-export function spendTtl(r: Rule): number {
-  return r.period === 'day' ? 3 * DAY_MS : r.period === 'month' ? 95 * DAY_MS : 0;
-}
 
 export class RedisBackend implements CounterBackend {
   readonly kind = 'redis';
