@@ -1,4 +1,4 @@
-// The embedded default's footprint, as `npm start` gives it: each start a fresh `node gateway/cli.ts start` process
+// The embedded default's footprint, as `npm start` gives it: each start a fresh `node bin/tollgate.js start` process (what `npm start` runs)
 // (the gateway's Node options, default log level, no DATABASE_URL) on a temp data directory. Reports, per start:
 // start-to-ready (spawn until /readyz answers 200), peak RSS during start, idle RSS (after a settle), RSS after the
 // first request and after a burst. RSS is the gateway's plus its child processes' (the embedded store runs in one),
@@ -46,7 +46,7 @@ try {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const t0 = performance.now();
-    const child = spawn(process.execPath, [join(values.root, 'gateway/cli.ts'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'], {
+    const child = spawn(process.execPath, [join(values.root, 'bin/tollgate.js'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'], {
       env: { ...process.env, TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, TOLLGATE_ADMIN_PORT: 'off', ...extraEnv },
       stdio: ['ignore', 'ignore', 'pipe'],
     });

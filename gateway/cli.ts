@@ -73,14 +73,18 @@ async function main(argv: string[]): Promise<number> {
     const config = cluster ? undefined : configPath(values.config);
     if (config && !existsSync(config)) throw new UsageError(`config file not found: ${config}`);
     const port = intFlag('--port', values.port ?? process.env.PORT, 0, 65535) ?? 8080;
-    // Loaded only here so key commands stay instant and need no database.
+    // Loaded only here so key commands stay instant and need no database. The store starts opening first (the
+    // embedded one boots in a process of its own, the longest step of a start) while the gateway's modules load.
+    const { openStore } = await import('./store/open.ts');
+    const opening = openStore({ databaseUrl: process.env.DATABASE_URL || undefined });
+    opening.catch(() => {}); // reported by startGateway, which awaits it
     const { startGateway, ListenError } = await import('./gateway.ts');
     let gw;
     try {
       gw = await startGateway({
         configPath: config,
         kubernetes: cluster ? { namespace: values.namespace } : undefined,
-        databaseUrl: process.env.DATABASE_URL || undefined,
+        opening,
         port,
         host: values.host ?? (process.env.TOLLGATE_HOST || undefined),
         adminHost: values['admin-host'] ?? (process.env.TOLLGATE_ADMIN_HOST || undefined),

@@ -34,6 +34,8 @@ export interface GatewayOptions {
   dataDir?: string;
   /** An already-open store (tests); the gateway does not close it. */
   store?: Store;
+  /** A store being opened by the caller (the CLI starts it early); the gateway owns it and closes it. */
+  opening?: Promise<Store>;
   port?: number;
   /** Listen address; loopback unless told (the container and chart pass 0.0.0.0). */
   host?: string;
@@ -108,13 +110,20 @@ export class ListenError extends Error {
 }
 
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
-  // A busy port is found before the store, journal and watcher open (slow on a loaded machine); the real listen
-  // below still reports a port taken in between.
-  if (opts.port) await probeListen(opts.host ?? DEFAULT_HOST, opts.port);
+  // A busy port is found before the store (unless the caller is already opening it), journal and watcher open (slow
+  // on a loaded machine); the real listen below still reports a port taken in between.
+  if (opts.port) {
+    try {
+      await probeListen(opts.host ?? DEFAULT_HOST, opts.port);
+    } catch (err) {
+      await opts.opening?.then((s) => s.close()).catch(() => {});
+      throw err;
+    }
+  }
   const dataDir = resolveDataDir(opts.dataDir);
   const holder = new SnapshotHolder();
   const ownsStore = opts.store === undefined;
-  const store = opts.store ?? (await openStore({ databaseUrl: opts.databaseUrl, dataDir }));
+  const store = opts.store ?? (await (opts.opening ?? openStore({ databaseUrl: opts.databaseUrl, dataDir })));
   // Loaded only for a terminal: a container's JSON logs never pay for the formatter.
   const pretty = opts.pretty && !opts.logDestination ? (await import('pino-pretty')).default({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) : undefined;
   const log: Logger = createLogger({ ...opts, logDestination: opts.logDestination ?? pretty });
