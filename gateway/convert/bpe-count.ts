@@ -17,7 +17,7 @@ export interface BpeCounter {
 }
 
 // Tokens decoded per event-loop turn while building: the map builds off the request path without a long block.
-const TOKENS_PER_TURN = 20_000;
+const TOKENS_PER_TURN = 5_000;
 
 /**
  * Reads a js-tiktoken rank file (`js-tiktoken/ranks/<name>`) with `fs` rather than `import()`: an imported module
