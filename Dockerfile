@@ -20,8 +20,11 @@ RUN find gateway operator kube -name '*.test.ts' -delete
 FROM ${NODE_IMAGE} AS runtime
 # A bounded young generation: V8 otherwise sizes it from the host's memory (128 MB committed on a 24 GB
 # node under streaming load, as much as 5,000 open streams hold); 8 MB semi-spaces cost no measurable CPU.
+# The compile cache (in the pod's /tmp emptyDir) lets a restarted container skip type stripping and compilation:
+# faster to ready and ~17 MB less resident (docs/adr/0024-start-up-memory-and-ledger-throughput.md).
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=8 \
+    NODE_COMPILE_CACHE=/tmp/node-compile-cache \
     PORT=8080 \
     TOLLGATE_HOST=0.0.0.0 \
     TOLLGATE_ADMIN_HOST=0.0.0.0 \

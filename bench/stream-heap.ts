@@ -1,7 +1,8 @@
 // What one open stream costs the gateway: heap snapshots of tollgate (Postgres; --lite: PGlite)
 // idle and with N slow streams open, and RSS at both points. Compare the two snapshots in DevTools, or diff
 // them by constructor to get bytes per stream.
-//   node bench/stream-heap.ts [--n 2000] [--out DIR] [--no-snap] [--pace 4000] [--node-args=--trace-gc]
+//   node bench/stream-heap.ts [--n 2000] [--out DIR] [--no-snap] [--pace 4000] [--node-args=--trace-gc] [--root DIR]
+// --root runs another checkout's gateway (before/after in one sitting).
 import { readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -11,13 +12,13 @@ import { chatBody, streamOnce } from './load.ts';
 import { memory } from './proc.ts';
 import { startTollgate, startUpstream } from './targets.ts';
 
-const { values } = parseArgs({ allowNegative: true, options: { n: { type: 'string', default: '2000' }, out: { type: 'string', default: tmpdir() }, lite: { type: 'boolean', default: false }, snap: { type: 'boolean', default: true }, 'node-args': { type: 'string', default: '' }, pace: { type: 'string', default: '4000' } } });
+const { values } = parseArgs({ allowNegative: true, options: { n: { type: 'string', default: '2000' }, out: { type: 'string', default: tmpdir() }, lite: { type: 'boolean', default: false }, snap: { type: 'boolean', default: true }, 'node-args': { type: 'string', default: '' }, pace: { type: 'string', default: '4000' }, root: { type: 'string' } } });
 const N = Number(values.n);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const up = await startUpstream();
 const db = values.lite ? undefined : await createBenchDatabase(DEFAULT_POSTGRES_URL, 'probe');
 const nodeArgs = ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${values.out}`, ...(values['node-args'] ? values['node-args'].split(' ') : [])];
-const gw = await startTollgate({ name: 'gw', upstreamUrl: up.target.origin, databaseUrl: db?.url, env: { TOLLGATE_UPSTREAM_CONNECTIONS: String(N + 100), TOLLGATE_ADMIN_PORT: 'off' }, nodeArgs });
+const gw = await startTollgate({ name: 'gw', root: values.root, upstreamUrl: up.target.origin, databaseUrl: db?.url, env: { TOLLGATE_UPSTREAM_CONNECTIONS: String(N + 100), TOLLGATE_ADMIN_PORT: 'off' }, nodeArgs });
 const pid = gw.proc.pid;
 const t = gw.target;
 async function snap(label: string): Promise<void> {

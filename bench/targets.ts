@@ -124,7 +124,7 @@ export async function startTollgate(opts: TollgateOptions): Promise<RunningTollg
   const url = `http://127.0.0.1:${port}`;
   const proc = await spawnServer({
     name: opts.name,
-    args: [...(opts.nodeArgs ?? []), opts.cliPath ?? join(opts.root ?? '.', 'gateway/cli.ts'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
+    args: [...(opts.nodeArgs ?? []), opts.cliPath ?? join(opts.root ?? '.', 'bin/tollgate.js'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
     // As a user runs it: default log level (info, access log on); a tuned row passes its own LOG_LEVEL in `env`.
     env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: opts.databaseUrl ?? '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, ...opts.env },
     readyUrl: `${url}/healthz`,

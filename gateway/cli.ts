@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { expiryFlag, intFlag, UsageError } from './cli-flags.ts';
 import { missingCredentialsBlock } from './cli-notices.ts';
+import type { GatewayOptions } from './gateway.ts';
 import { createKey, listKeys, revokeKey } from './snapshot/config-keys.ts';
 import { adminPortFromEnv } from './telemetry/config.ts';
 
@@ -73,33 +74,41 @@ async function main(argv: string[]): Promise<number> {
     const config = cluster ? undefined : configPath(values.config);
     if (config && !existsSync(config)) throw new UsageError(`config file not found: ${config}`);
     const port = intFlag('--port', values.port ?? process.env.PORT, 0, 65535) ?? 8080;
-    // Loaded only here so key commands stay instant and need no database.
-    const { startGateway, ListenError } = await import('./gateway.ts');
+    // Every flag is read before anything opens, so a bad value exits at once with nothing left running.
+    const options: GatewayOptions = {
+      configPath: config,
+      kubernetes: cluster ? { namespace: values.namespace } : undefined,
+      port,
+      host: values.host ?? (process.env.TOLLGATE_HOST || undefined),
+      adminHost: values['admin-host'] ?? (process.env.TOLLGATE_ADMIN_HOST || undefined),
+      maxBodyBytes: intFlag('TOLLGATE_MAX_BODY_BYTES', process.env.TOLLGATE_MAX_BODY_BYTES, 1, 2 ** 31),
+      bodyTimeouts: {
+        jsonMs: intFlag('TOLLGATE_BODY_TIMEOUT_MS', process.env.TOLLGATE_BODY_TIMEOUT_MS, 1, 2 ** 31),
+        uploadMs: intFlag('TOLLGATE_UPLOAD_TIMEOUT_MS', process.env.TOLLGATE_UPLOAD_TIMEOUT_MS, 1, 2 ** 31),
+      },
+      maxConnections: intFlag('TOLLGATE_MAX_CONNECTIONS', process.env.TOLLGATE_MAX_CONNECTIONS, 1, 2 ** 31),
+      listenBacklog: intFlag('TOLLGATE_LISTEN_BACKLOG', process.env.TOLLGATE_LISTEN_BACKLOG, 1, 2 ** 31),
+      maxJournalBytes: intFlag('TOLLGATE_MAX_JOURNAL_BYTES', process.env.TOLLGATE_MAX_JOURNAL_BYTES, 1, 2 ** 53),
+      adminPort: adminPortFromEnv(),
+      pretty: process.stdout.isTTY === true && process.env.LOG_FORMAT !== 'json',
+      redisUrl: process.env.REDIS_URL || undefined,
+      redisPrefix: process.env.TOLLGATE_REDIS_PREFIX || undefined,
+      ratesWhenRedisDown: process.env.TOLLGATE_RATES_WHEN_REDIS_DOWN === 'refuse' ? 'refuse' : undefined,
+      redisTimeoutMs: intFlag('TOLLGATE_REDIS_TIMEOUT_MS', process.env.TOLLGATE_REDIS_TIMEOUT_MS, 1, 2 ** 31),
+      leaseGraceMs: intFlag('TOLLGATE_LIMITS_LEASE_GRACE_MS', process.env.TOLLGATE_LIMITS_LEASE_GRACE_MS, 0, 2 ** 31),
+    };
+    // Loaded only here so key commands stay instant and need no database. The store starts opening first (the
+    // embedded one boots in a process of its own, the longest step of a start) while the gateway's modules load.
+    const { DEFAULT_HOST, ListenError, probeListen } = await import('./http/listen.ts');
     let gw;
     try {
-      gw = await startGateway({
-        configPath: config,
-        kubernetes: cluster ? { namespace: values.namespace } : undefined,
-        databaseUrl: process.env.DATABASE_URL || undefined,
-        port,
-        host: values.host ?? (process.env.TOLLGATE_HOST || undefined),
-        adminHost: values['admin-host'] ?? (process.env.TOLLGATE_ADMIN_HOST || undefined),
-        maxBodyBytes: intFlag('TOLLGATE_MAX_BODY_BYTES', process.env.TOLLGATE_MAX_BODY_BYTES, 1, 2 ** 31),
-        bodyTimeouts: {
-          jsonMs: intFlag('TOLLGATE_BODY_TIMEOUT_MS', process.env.TOLLGATE_BODY_TIMEOUT_MS, 1, 2 ** 31),
-          uploadMs: intFlag('TOLLGATE_UPLOAD_TIMEOUT_MS', process.env.TOLLGATE_UPLOAD_TIMEOUT_MS, 1, 2 ** 31),
-        },
-        maxConnections: intFlag('TOLLGATE_MAX_CONNECTIONS', process.env.TOLLGATE_MAX_CONNECTIONS, 1, 2 ** 31),
-        listenBacklog: intFlag('TOLLGATE_LISTEN_BACKLOG', process.env.TOLLGATE_LISTEN_BACKLOG, 1, 2 ** 31),
-        maxJournalBytes: intFlag('TOLLGATE_MAX_JOURNAL_BYTES', process.env.TOLLGATE_MAX_JOURNAL_BYTES, 1, 2 ** 53),
-        adminPort: adminPortFromEnv(),
-        pretty: process.stdout.isTTY === true && process.env.LOG_FORMAT !== 'json',
-        redisUrl: process.env.REDIS_URL || undefined,
-        redisPrefix: process.env.TOLLGATE_REDIS_PREFIX || undefined,
-        ratesWhenRedisDown: process.env.TOLLGATE_RATES_WHEN_REDIS_DOWN === 'refuse' ? 'refuse' : undefined,
-        redisTimeoutMs: intFlag('TOLLGATE_REDIS_TIMEOUT_MS', process.env.TOLLGATE_REDIS_TIMEOUT_MS, 1, 2 ** 31),
-        leaseGraceMs: intFlag('TOLLGATE_LIMITS_LEASE_GRACE_MS', process.env.TOLLGATE_LIMITS_LEASE_GRACE_MS, 0, 2 ** 31),
-      });
+      // A busy port is reported before the store opens (a PGlite first boot takes seconds).
+      if (port) await probeListen(options.host ?? DEFAULT_HOST, port);
+      const { openStore } = await import('./store/open.ts');
+      const opening = openStore({ databaseUrl: process.env.DATABASE_URL || undefined });
+      opening.catch(() => {}); // reported by startGateway, which awaits it
+      const { startGateway } = await import('./gateway.ts');
+      gw = await startGateway({ ...options, opening });
     } catch (err) {
       if (err instanceof ListenError) {
         console.error(`tollgate: ${err.message}`);

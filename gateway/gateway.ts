@@ -1,6 +1,5 @@
 // Wires one gateway process: snapshot source, store, ledger, upstream client, HTTP server, graceful drain.
 import type { FastifyInstance } from 'fastify';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
@@ -12,6 +11,7 @@ import { ledgerSink } from './ledger/sink.ts';
 import type { GatewayContext } from './routes/context.ts';
 import type { BodyTimeouts } from './http/framework-errors.ts';
 import { buildServer } from './server.ts';
+import { DEFAULT_HOST, listenError, probeListen } from './http/listen.ts';
 import { watchSnapshotFile } from './snapshot/file-source.ts';
 import { SnapshotHolder } from './snapshot/holder.ts';
 import { openStore, resolveDataDir } from './store/open.ts';
@@ -36,6 +36,8 @@ export interface GatewayOptions {
   dataDir?: string;
   /** An already-open store (tests); the gateway does not close it. */
   store?: Store;
+  /** A store being opened by the caller (the CLI starts it early); the gateway owns it and closes it. */
+  opening?: Promise<Store>;
   port?: number;
   /** Listen address; loopback unless told (the container and chart pass 0.0.0.0). */
   host?: string;
@@ -94,31 +96,30 @@ export interface RunningGateway {
   close(drainMs?: number): Promise<void>;
 }
 
+export { DEFAULT_HOST, ListenError } from './http/listen.ts';
+
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 // Node's default (511) overflows when thousands of streaming clients connect at once and the event loop is busy:
 // the kernel then drops handshakes and clients see resets. 4096 is also the usual somaxconn cap.
 export const DEFAULT_LISTEN_BACKLOG = 4096;
-export const DEFAULT_HOST = '127.0.0.1';
 // Above the 10,000 concurrent streams the benchmarks hold, below the default open-file limits of most hosts.
 export const DEFAULT_MAX_CONNECTIONS = 16_384;
 
-/** Listening failed (port in use, address not available): the message says what to change. */
-export class ListenError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
-    super(message);
-    this.code = code;
-  }
-}
-
 export async function startGateway(opts: GatewayOptions): Promise<RunningGateway> {
-  // A busy port is found before the store, journal and watcher open (slow on a loaded machine); the real listen
-  // below still reports a port taken in between.
-  if (opts.port) await probeListen(opts.host ?? DEFAULT_HOST, opts.port);
+  // A busy port is found before the store (unless the caller is already opening it), journal and watcher open (slow
+  // on a loaded machine); the real listen below still reports a port taken in between.
+  if (opts.port) {
+    try {
+      await probeListen(opts.host ?? DEFAULT_HOST, opts.port);
+    } catch (err) {
+      await opts.opening?.then((s) => s.close()).catch(() => {});
+      throw err;
+    }
+  }
   const dataDir = resolveDataDir(opts.dataDir);
   const holder = new SnapshotHolder();
   const ownsStore = opts.store === undefined;
-  const store = opts.store ?? (await openStore({ databaseUrl: opts.databaseUrl, dataDir }));
+  const store = opts.store ?? (await (opts.opening ?? openStore({ databaseUrl: opts.databaseUrl, dataDir })));
   // Loaded only for a terminal: a container's JSON logs never pay for the formatter.
   const pretty = opts.pretty && !opts.logDestination ? (await import('pino-pretty')).default({ colorize: true, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }) : undefined;
   const log: Logger = createLogger({ ...opts, logDestination: opts.logDestination ?? pretty });
@@ -229,29 +230,6 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   // A wildcard bind is reachable on loopback too; clients on this machine get a URL that works.
   const local = bound.address === '0.0.0.0' || bound.address === '::' ? `127.0.0.1:${bound.port}` : api;
   return { app, url: `http://${local}`, holder, ledger, store, kube, telemetry, adminUrl: admin?.url, listening: { api, admin: admin?.bound }, close };
-}
-
-function listenError(err: unknown, host: string, port: number): Error {
-  const code = (err as { code?: string }).code ?? '';
-  if (code === 'EADDRINUSE') return new ListenError(code, `EADDRINUSE: port ${port} on ${host} is already in use; choose another with --port N (or PORT=N).`);
-  if (code === 'EADDRNOTAVAIL') return new ListenError(code, `EADDRNOTAVAIL: ${host} is not an address of this machine; choose another with --host ADDR (or TOLLGATE_HOST).`);
-  if (code === 'EACCES') return new ListenError(code, `EACCES: port ${port} on ${host} needs privileges; choose a port above 1023 with --port N (or PORT=N).`);
-  return err as Error;
-}
-
-/** Binds and releases host:port once, so a busy port fails before anything else opens. */
-async function probeListen(host: string, port: number): Promise<void> {
-  const probe = createServer();
-  try {
-    await new Promise<void>((resolve, reject) => {
-      probe.once('error', reject);
-      probe.listen({ port, host, exclusive: true }, resolve);
-    });
-  } catch (err) {
-    throw listenError(err, host, port);
-  } finally {
-    if (probe.listening) await new Promise((r) => probe.close(r));
-  }
 }
 
 /** Resolves true once `p` settles within `ms`, false when the time runs out first. */

@@ -1,26 +1,42 @@
 // An offline count of a chat prompt's tokens, for the one place an answer needs a figure before the upstream
 // reports it: message_start of a messages stream served over chat (Anthropic clients such as LangChain read input
 // tokens only there). It is an estimate and is never billed: message_delta carries the upstream's exact figures.
-// The ranks ship inside js-tiktoken (no download); they load once, in the background, at start.
-import type { Tiktoken } from 'js-tiktoken/lite';
+// The ranks ship inside js-tiktoken (no download). Each encoding loads on the first estimate that needs it, in the
+// background (~10 MB and a few hundred ms of CPU, neither of which an idle gateway or one that never converts
+// messages over chat should pay); that first estimate, and any before the load ends, uses characters / 4.
+import { loadBpeCounter } from './bpe-count.ts';
+import type { BpeCounter } from './bpe-count.ts';
 
-let o200k: Tiktoken | undefined;
-let cl100k: Tiktoken | undefined;
-let loading: Promise<void> | undefined;
+type Encoding = 'o200k_base' | 'cl100k_base';
+const counters = new Map<Encoding, BpeCounter>();
+const loading = new Map<Encoding, Promise<void>>();
 
-/** Loads the encodings (a few MB) off the request path; estimates fall back to characters / 4 until then. */
-export function preloadTokenizers(): Promise<void> {
-  loading ??= (async () => {
-    const [{ Tiktoken }, o, c] = await Promise.all([import('js-tiktoken/lite'), import('js-tiktoken/ranks/o200k_base'), import('js-tiktoken/ranks/cl100k_base')]);
-    o200k = new Tiktoken(o.default);
-    cl100k = new Tiktoken(c.default);
-  })();
-  return loading;
+function load(name: Encoding): Promise<void> {
+  let p = loading.get(name);
+  if (!p) {
+    p = loadBpeCounter(name).then((c) => void counters.set(name, c));
+    loading.set(name, p);
+  }
+  return p;
+}
+
+/** Loads both encodings now (tests, and anyone who wants exact estimates from the first request). */
+export async function preloadTokenizers(): Promise<void> {
+  await Promise.all([load('o200k_base'), load('cl100k_base')]);
+}
+
+/** Called when an encoding failed to load; estimates then stay at characters / 4. */
+let onLoadError: (err: Error) => void = () => {};
+export function onTokenizerLoadError(handler: (err: Error) => void): void {
+  onLoadError = handler;
 }
 
 /** The encoding of the upstream model's family: o200k for the GPT-4o / 4.1 / 5 and o-series, cl100k otherwise. */
-function encodingFor(model: string): Tiktoken | undefined {
-  return /gpt-4o|gpt-4\.1|gpt-5|(^|\/)o\d|chatgpt/i.test(model) ? o200k : cl100k;
+function encodingFor(model: string): BpeCounter | undefined {
+  const name: Encoding = /gpt-4o|gpt-4\.1|gpt-5|(^|\/)o\d|chatgpt/i.test(model) ? 'o200k_base' : 'cl100k_base';
+  const c = counters.get(name);
+  if (!c && !loading.has(name)) load(name).catch((err: unknown) => onLoadError(err as Error));
+  return c;
 }
 
 // Per-message framing OpenAI documents for chat prompts: 3 tokens a message, 3 to prime the answer.
@@ -30,7 +46,7 @@ const REPLY_PRIMING = 3;
 /** Tokens of the chat request's messages and tools as the upstream's model family counts them (an estimate). */
 export function estimateChatPromptTokens(chat: Record<string, unknown>, model: string): number {
   const enc = encodingFor(model);
-  const count = (text: string) => (enc ? enc.encode(text).length : Math.ceil(text.length / 4));
+  const count = (text: string) => (enc ? enc.count(text) : Math.ceil(text.length / 4));
   let n = REPLY_PRIMING;
   const messages = Array.isArray(chat.messages) ? chat.messages : [];
   for (const m of messages) {

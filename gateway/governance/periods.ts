@@ -42,3 +42,8 @@ export function periodStart(period: BudgetPeriod, now: number): number {
   if (period === 'day') return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
 }
+
+/** How long a budget counter outlives its period: a day counter a few days, a month counter a few months. */
+export function spendTtl(r: { period?: BudgetPeriod }): number {
+  return r.period === 'day' ? 3 * DAY_MS : r.period === 'month' ? 95 * DAY_MS : 0;
+}

@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AdmitInput, CounterBackend, SettleInput, Verdict } from './backend.ts';
 import { MemoryBackend } from './memory-backend.ts';
+import { spendTtl } from './periods.ts';
 import { ADD_SPEND, BATCH, RAISE } from './redis-scripts.ts';
 import type { Rule } from './rules.ts';
 import { join, split } from './spend-units.ts';
@@ -45,13 +46,6 @@ function script(text: string): Script {
 const S_BATCH = script(BATCH);
 const S_RAISE = script(RAISE);
 const S_ADD = script(ADD_SPEND);
-
-const DAY_MS = 86_400_000;
-
-/** How long a budget counter outlives its period: a day counter a few days, a month counter a few months. */
-export function spendTtl(r: Rule): number {
-  return r.period === 'day' ? 3 * DAY_MS : r.period === 'month' ? 95 * DAY_MS : 0;
-}
 
 /** A rules list's Redis names and spec strings, built once per rules list and period (see `prebuilt`). */
 interface Prebuilt {

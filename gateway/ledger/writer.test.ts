@@ -3,12 +3,34 @@ import { BACKENDS, countRows, useTestDatabase } from '../../test/support/databas
 import { freshProject, ledgerRow } from '../../test/support/ledger-rows.ts';
 import { HOUR_MS } from './hour.ts';
 import type { LedgerRow } from './row.ts';
+import { maintainPartitions, partitionName } from '../store/partitions.ts';
 import { writeUsageBatch } from './writer.ts';
 
 const T0 = Date.UTC(2025, 5, 1, 10, 0);
 
 describe.each(BACKENDS)('usage writer on %s', (backend) => {
   const db = useTestDatabase(backend);
+
+  it('writes a one-day batch straight into its day partition, and through the parent when the day has none or the batch spans days', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const now = Date.now();
+    await maintainPartitions(store, { now });
+    const today = ledgerRow({ project, occurredAt: now });
+    const old = ledgerRow({ project, occurredAt: Date.UTC(2001, 0, 1, 12) });
+    expect(await writeUsageBatch(store, [today])).toBe(1);
+    expect(await writeUsageBatch(store, [old])).toBe(1);
+    // Replays: once into the partition directly, once as a two-day batch through the parent.
+    expect(await writeUsageBatch(store, [today])).toBe(0);
+    expect(await writeUsageBatch(store, [today, old])).toBe(0);
+    const { rows } = await store.query<{ part: string; request_id: string }>('SELECT tableoid::regclass::text AS part, request_id FROM usage_events WHERE project = $1 ORDER BY occurred_at', [project]);
+    expect(rows).toEqual([
+      { part: 'usage_events_default', request_id: old.requestId },
+      { part: partitionName(Math.floor(now / 86_400_000) * 86_400_000), request_id: today.requestId },
+    ]);
+    const { rows: hourly } = await store.query<{ n: string }>('SELECT sum(request_count)::text AS n FROM usage_hourly WHERE project = $1', [project]);
+    expect(hourly[0].n).toBe('2');
+  });
 
   it('stores every field of a row', async () => {
     const { store } = db();

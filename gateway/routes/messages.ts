@@ -2,7 +2,7 @@
 // anthropic models: pass-through. openai-only models: converted through chat and back (gateway/convert/).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { messagesOverOpenai } from '../convert/messages-over-openai/index.ts';
-import { preloadTokenizers } from '../convert/prompt-estimate.ts';
+import { onTokenizerLoadError } from '../convert/prompt-estimate.ts';
 import { GatewayError } from '../errors.ts';
 import { parseJsonObject } from '../http/json-body.ts';
 import { anthropic } from '../protocols/anthropic.ts';
@@ -18,8 +18,8 @@ import type { GatewayContext } from './context.ts';
 import { admit, handle } from './context.ts';
 
 export function registerMessagesRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  // message_start estimates over chat need the encodings: loaded in the background, never on a request.
-  preloadTokenizers().catch((err: unknown) => app.log.warn({ err: (err as Error).message }, 'tokenizer not loaded; message_start estimates use characters / 4'));
+  // message_start estimates over chat load their encoding in the background on first use, never on a request.
+  onTokenizerLoadError((err) => app.log.warn({ err: err.message }, 'tokenizer not loaded; message_start estimates use characters / 4'));
   for (const base of ['/api/v1', '/api/anthropic/v1']) {
     app.post(`${base}/messages`, handle('messages', (req, reply) => messages(ctx, req, reply)));
     app.post(`${base}/messages/count_tokens`, handle('messages', (req, reply) => countTokens(ctx, req, reply)));
