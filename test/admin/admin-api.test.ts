@@ -132,7 +132,7 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     expect(row).toMatchObject({ request_id: requestId, key_id: id, key_prefix: made.body.key.prefix, organization: 'acme', project: 'console', route: '/api/v1/chat/completions', model: 'gpt-4o-mini', model_id: 'openai/gpt-4o-mini', status: 200, stream: false, attempts: 1 });
     expect(row.cost_points).toBe(response.headers.get('x-tollgate-cost-points'));
     expect(Number(row.cost_points)).toBeGreaterThan(0);
-    expect(row.cost_points).toBe(String(Number(rows[0].cost)) === rows[0].cost ? rows[0].cost : row.cost_points);
+    expect(row.cost_points).toBe(sumDecimals([rows[0].cost]));
     expect({ status: row.status, latency_ms: row.latency_ms, input: row.input, output: row.output, key_prefix: row.key_prefix }).toEqual({ status: rows[0].status, latency_ms: rows[0].latency_ms, input: rows[0].input, output: rows[0].output, key_prefix: rows[0].key_prefix });
     expect(row.latency_ms).toBeGreaterThanOrEqual(0);
 
