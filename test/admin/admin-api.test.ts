@@ -238,7 +238,20 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     const renamed = await call('PATCH', `/admin/v1/keys/${key.id}`, { body: { name: 'renamed', expiresAt: '2020-01-01T00:00:00Z' } });
     expect(renamed.body).toMatchObject({ name: 'renamed', state: 'expired' });
     expect((await call('PATCH', `/admin/v1/keys/${key.id}`, { body: { expiresAt: null } })).body.state).toBe('active');
+    // A key created between two pages neither repeats an item nor skips one (keyset cursors).
+    const first = await call('GET', '/admin/v1/keys?limit=2');
+    await call('POST', '/admin/v1/keys', { body: { organization: 'initech', project: 'labs' } });
+    const rest: Json[] = [];
+    for (let cursor = first.body.next_cursor; cursor; ) {
+      const next = await call('GET', `/admin/v1/keys?limit=2&cursor=${encodeURIComponent(cursor)}`);
+      rest.push(...next.body.data);
+      cursor = next.body.next_cursor;
+    }
+    const seen = [...first.body.data, ...rest].map((k: Json) => k.id);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).toEqual([...seen].sort());
     const keys = await all('/admin/v1/keys', 2);
+    expect(keys.map((k) => k.id).filter((id) => id > first.body.data[1].id)).toEqual(rest.map((k: Json) => k.id));
     expect(keys.map((k) => k.id)).toEqual([...keys.map((k) => k.id)].sort());
     expect(JSON.stringify(keys)).not.toMatch(/sha256:|sk_live_[A-Za-z0-9]{20}/);
   });
