@@ -314,7 +314,7 @@ describe('console files on the admin port', () => {
     const outside = `${dir}-secret.txt`;
     writeFileSync(outside, 'secret');
     const telemetry = await createTelemetry({ env: {} });
-    const server = await startAdminServer({ port: 0, prometheus: telemetry.prometheus, consoleDir: dir });
+    const server = await startAdminServer({ port: 0, prometheus: telemetry.prometheus, consoleDir: dir, openapi: () => ({ openapi: '3.1.0', paths: {} }) });
     try {
       const index = await fetch(`${server!.url}/`);
       expect(index.status).toBe(200);
@@ -334,6 +334,11 @@ describe('console files on the admin port', () => {
         expect(res.status).toBe(404);
         expect(await res.text()).not.toContain('secret');
       }
+      // The OpenAPI hook: served as given, without a token.
+      const doc = await fetch(`${server!.url}/openapi.json`);
+      expect(doc.status).toBe(200);
+      expect(await doc.json()).toEqual({ openapi: '3.1.0', paths: {} });
+      expect(server!.listRoutes()).toEqual(expect.arrayContaining([{ method: 'GET', path: '/openapi.json' }, { method: 'GET', path: '/' }, { method: 'GET', path: '/console/*' }]));
       // No admin API configured on this server: its paths are plain 404s in the admin error shape.
       expect((await fetch(`${server!.url}/admin/v1/session`)).status).toBe(404);
     } finally {
