@@ -157,7 +157,8 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     const revoked = await call('POST', `/admin/v1/keys/${id}/revoke`);
     expect(revoked.status).toBe(200);
     expect(revoked.body.state).toBe('revoked');
-    expect((await call('POST', `/admin/v1/keys/${id}/revoke`)).body.state).toBe('revoked');
+    expect((await call('POST', `/admin/v1/keys/${id}/revoke`, { body: {} })).body.state).toBe('revoked');
+    expect((await call('POST', `/admin/v1/keys/${id}/revoke`, { body: { why: 'x' } })).status).toBe(400);
     await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'again' }] })).rejects.toMatchObject({ status: 401 });
     expect((await call('GET', `/admin/v1/keys?state=revoked&organization=acme`)).body.data.map((k: Json) => k.id)).toContain(id);
   });
