@@ -3,7 +3,7 @@ import type { RuntimeBase, RuntimeKey } from './runtime.ts';
 import { KeyIndex } from './key-index.ts';
 
 const runtime = {} as RuntimeBase;
-const key = (id: string): RuntimeKey => ({ id, prefix: 'sk_live_x', organization: undefined as never, project: 'p', disabled: false, expiresAtMs: undefined, governance: undefined });
+const key = (id: string): RuntimeKey => ({ id, prefix: 'sk_live_x', organization: undefined as never, project: 'p', disabled: false, expiresAtMs: undefined, governance: undefined, config: undefined as never });
 const shard = (id: string, ...keys: [string, string][]) => ({ id, pairs: keys.map(([hash, kid]) => [hash, key(kid)] as [string, RuntimeKey]) });
 
 describe('KeyIndex', () => {
