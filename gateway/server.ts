@@ -17,6 +17,7 @@ import { registerImageRoutes } from './routes/images.ts';
 import { registerLimitsRoutes } from './routes/limits.ts';
 import { registerMessagesRoutes } from './routes/messages.ts';
 import { registerModelRoutes } from './routes/models.ts';
+import { registerOpenApiRoute } from './routes/openapi.ts';
 import { registerResponsesRoutes } from './routes/responses.ts';
 import { registerUnifiedRoutes } from './routes/unified.ts';
 import { registerUsageRoutes } from './routes/usage.ts';
@@ -103,5 +104,6 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   registerUsageRoutes(app, ctx);
   registerEmbeddingsRoutes(app, ctx);
   registerLimitsRoutes(app, ctx);
+  registerOpenApiRoute(app);
   return app;
 }
