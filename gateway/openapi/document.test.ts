@@ -1,0 +1,110 @@
+// The OpenAPI document: well-formed OpenAPI 3.1 whose schemas compile under draft 2020-12, and in step with the
+// routes fastify actually registers on the API port (each served route documented, each documented route served).
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_ROUTES } from '../admin/catalogue.ts';
+import type { GatewayContext } from '../routes/context.ts';
+import { buildServer } from '../server.ts';
+import { openApiAjv } from '../../test/support/openapi.ts';
+import type { OpenApiDocument } from './document.ts';
+import { buildOpenApi, documentPath, openApiJson } from './document.ts';
+import { PUBLIC_ROUTES } from './public-routes.ts';
+
+const doc = JSON.parse(openApiJson().toString('utf8')) as OpenApiDocument;
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+type Op = {
+  operationId: string;
+  tags: string[];
+  parameters?: { name: string; in: string; required: boolean; schema: Record<string, unknown> }[];
+  requestBody?: { content: Record<string, { schema?: unknown }> };
+  responses: Record<string, { description: string; content?: Record<string, { schema?: unknown }> }>;
+  security: Record<string, string[]>[];
+};
+const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op: op as unknown as Op })));
+
+function refs(v: unknown, out: string[] = []): string[] {
+  if (Array.isArray(v)) for (const x of v) refs(x, out);
+  else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) k === '$ref' && typeof x === 'string' ? out.push(x) : refs(x, out);
+  return out;
+}
+
+describe('the OpenAPI document', () => {
+  it('is an OpenAPI 3.1 document with the draft 2020-12 dialect', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
+    expect(doc.info).toMatchObject({ title: 'tollgate', version: expect.any(String) });
+    expect(Object.keys(doc)).toEqual(expect.arrayContaining(['openapi', 'info', 'paths', 'components']));
+    const tagNames = new Set(doc.tags.map((t) => t.name));
+    for (const { path, method, op } of operations) {
+      expect(path).toMatch(/^\//);
+      expect(METHODS).toContain(method);
+      expect(op.operationId).toMatch(/^[A-Za-z][A-Za-z0-9]*$/);
+      for (const t of op.tags) expect(tagNames).toContain(t);
+      expect(Object.keys(op.responses).length).toBeGreaterThan(0);
+      for (const [status, res] of Object.entries(op.responses)) {
+        expect(status).toMatch(/^([1-5]\d\d|[1-5]XX|default)$/);
+        expect(res.description).toBeTruthy();
+      }
+      for (const s of op.security) for (const scheme of Object.keys(s)) expect(doc.components.securitySchemes).toHaveProperty(scheme);
+      // Every {name} in the path is a required path parameter, and no path parameter is missing from the path.
+      const templated = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
+      const inPath = (op.parameters ?? []).filter((p) => p.in === 'path');
+      expect(inPath.map((p) => p.name).sort()).toEqual(templated);
+      for (const p of inPath) expect(p.required).toBe(true);
+    }
+  });
+
+  it('has unique operation ids and one operation per method and path', () => {
+    const ids = operations.map((o) => o.op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('resolves every $ref to a component, and every schema compiles under strict draft 2020-12', () => {
+    const names = new Set(Object.keys(doc.components.schemas));
+    for (const r of refs(doc)) {
+      expect(r).toMatch(/^#\/components\/schemas\//);
+      expect(names).toContain(r.slice('#/components/schemas/'.length));
+    }
+    // Strict: an unknown keyword, a bad pattern or a dangling reference throws here.
+    const ajv = openApiAjv(doc);
+    for (const name of names) expect(() => ajv.getSchema(`https://tollgate.dev/openapi.json#/$defs/${name}`), name).not.toThrow();
+    for (const { op } of operations) for (const p of op.parameters ?? []) expect(() => ajv.compile(p.schema), `${op.operationId} ${p.name}`).not.toThrow();
+  });
+
+  it('is built by zod from the declarations: the served bytes are buildOpenApi of every route', () => {
+    expect(doc).toEqual(buildOpenApi([...PUBLIC_ROUTES, ...ADMIN_ROUTES]));
+    expect(openApiJson()).toBe(openApiJson());
+  });
+
+  it('documents the money in the usage report as decimal strings, never numbers', () => {
+    const row = doc.components.schemas.UsageRow as { properties: Record<string, { type: string }> };
+    expect(row.properties.cost_points.type).toBe('string');
+    expect(row.properties.original_cost.type).toBe('string');
+  });
+
+  it('refuses a wildcard route without a docPath and a route declared twice', () => {
+    const base = PUBLIC_ROUTES.find((r) => r.operationId === 'getModelV1')!;
+    expect(() => documentPath({ ...base, docPath: undefined })).toThrow(/docPath/);
+    expect(() => buildOpenApi([base, { ...base, operationId: 'other' }])).toThrow(/twice/);
+  });
+});
+
+describe('the document and the API port agree', () => {
+  it('every route fastify registers is documented, and every documented API-port route is registered', async () => {
+    const served = new Set<string>();
+    const app = buildServer({} as GatewayContext, {
+      maxBodyBytes: 1024,
+      logger: pino({ level: 'silent' }),
+      onRoute: (r) => {
+        for (const m of [r.method].flat()) if (m !== 'HEAD') served.add(`${m} ${r.url}`);
+      },
+    });
+    await app.ready();
+    await app.close();
+    const declared = new Set(PUBLIC_ROUTES.map((r) => `${r.method} ${r.path}`));
+    expect([...served].filter((r) => !declared.has(r)), 'served but not documented').toEqual([]);
+    expect([...declared].filter((r) => !served.has(r)), 'documented but not served').toEqual([]);
+    expect(PUBLIC_ROUTES.every((r) => r.port === 'api')).toBe(true);
+    expect(ADMIN_ROUTES.every((r) => r.port === 'admin')).toBe(true);
+  });
+});
