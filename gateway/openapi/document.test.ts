@@ -24,7 +24,12 @@ const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.en
 
 function refs(v: unknown, out: string[] = []): string[] {
   if (Array.isArray(v)) for (const x of v) refs(x, out);
-  else if (v !== null && typeof v === 'object') for (const [k, x] of Object.entries(v)) k === '$ref' && typeof x === 'string' ? out.push(x) : refs(x, out);
+  else if (v !== null && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      if (k === '$ref' && typeof x === 'string') out.push(x);
+      else refs(x, out);
+    }
+  }
   return out;
 }
 
