@@ -1,5 +1,6 @@
 // Builds the OpenAPI 3.1 document from the route declarations with zod's own JSON Schema conversion (draft 2020-12,
 // which OpenAPI 3.1 uses): no schema is written twice. Built once per process, on first use.
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ADMIN_ROUTES } from '../admin/catalogue.ts';
 import { PUBLIC_ROUTES } from './public-routes.ts';
@@ -80,7 +81,8 @@ function convert(names: SchemaNames, io: 'input' | 'output'): Record<string, Jso
   if (names.names.size === 0) return {};
   const registry = z.registry<{ id: string }>();
   for (const [schema, id] of names.names) registry.add(schema, { id });
-  const out = z.toJSONSchema(registry, { target: 'draft-2020-12', io, uri: (id) => `${REF}${id}` }) as { schemas: Record<string, Json> };
+  // unrepresentable 'any': a transform or a Date in some schema documents as `{}` rather than failing the whole document.
+  const out = z.toJSONSchema(registry, { target: 'draft-2020-12', io, unrepresentable: 'any', uri: (id) => `${REF}${id}` }) as { schemas: Record<string, Json> };
   const schemas: Record<string, Json> = {};
   for (const [id, s] of Object.entries(out.schemas)) {
     // Schemas named only inside others (a nested `.meta({ id })`) land in `__shared`: hoisted beside the rest.
@@ -108,7 +110,7 @@ function upperFirst(s: string): string {
 
 /** Path or query parameters from a zod object, each property one parameter. */
 function parameters(where: 'path' | 'query', obj: z.ZodObject | undefined, docPath: string): Json[] {
-  const json = obj ? (z.toJSONSchema(obj, { target: 'draft-2020-12', io: 'input' }) as Json) : { properties: {}, required: [] };
+  const json = obj ? (z.toJSONSchema(obj, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as Json) : { properties: {}, required: [] };
   const props = (json.properties ?? {}) as Record<string, Json>;
   const required = new Set((json.required ?? []) as string[]);
   const out: Json[] = [];
@@ -203,6 +205,19 @@ let served: Buffer | undefined;
 
 /** The document for every route (API and admin ports), serialised once per process. */
 export function openApiJson(): Buffer {
-  served ??= Buffer.from(JSON.stringify(buildOpenApi([...PUBLIC_ROUTES, ...ADMIN_ROUTES])));
+  served ??= Buffer.from(JSON.stringify(buildOpenApi([...PUBLIC_ROUTES, ...ADMIN_ROUTES], { version: packageVersion() })));
   return served;
+}
+
+/** package.json's version: two levels up from the sources, three from the compiled `dist/`. */
+function packageVersion(): string | undefined {
+  for (const rel of ['../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'tollgate') return pkg.version;
+    } catch {
+      // not there: try the next
+    }
+  }
+  return undefined;
 }
