@@ -48,9 +48,12 @@ describe('the OpenAPI document', () => {
       expect(op.operationId).toMatch(/^[A-Za-z][A-Za-z0-9]*$/);
       for (const t of op.tags) expect(tagNames).toContain(t);
       expect(Object.keys(op.responses).length).toBeGreaterThan(0);
-      for (const [status, res] of Object.entries(op.responses)) {
+      for (const [status, declared] of Object.entries(op.responses)) {
         expect(status).toMatch(/^([1-5]\d\d|[1-5]XX|default)$/);
-        expect(res.description).toBeTruthy();
+        const shared = (declared as { $ref?: string }).$ref;
+        const res = shared === undefined ? declared : doc.components.responses[shared.replace('#/components/responses/', '')];
+        expect(res, `${op.operationId} ${status}`).toBeDefined();
+        expect((res as { description: string }).description).toBeTruthy();
       }
       for (const s of op.security) for (const scheme of Object.keys(s)) expect(doc.components.securitySchemes).toHaveProperty(scheme);
       // Every {name} in the path is a required path parameter, and no path parameter is missing from the path.
@@ -69,8 +72,9 @@ describe('the OpenAPI document', () => {
   it('resolves every $ref to a component, and every schema compiles under strict draft 2020-12', () => {
     const names = new Set(Object.keys(doc.components.schemas));
     for (const r of refs(doc)) {
-      expect(r).toMatch(/^#\/components\/schemas\//);
-      expect(names).toContain(r.slice('#/components/schemas/'.length));
+      if (r.startsWith('#/components/responses/')) expect(doc.components.responses).toHaveProperty(r.slice('#/components/responses/'.length));
+      else expect(names).toContain(r.slice('#/components/schemas/'.length));
+      expect(r).toMatch(/^#\/components\/(schemas|responses)\//);
     }
     // Strict: an unknown keyword, a bad pattern or a dangling reference throws here.
     const ajv = openApiAjv(doc);
@@ -81,6 +85,13 @@ describe('the OpenAPI document', () => {
   it('is built by zod from the declarations: the served bytes are buildOpenApi of every route', () => {
     expect(doc).toEqual(buildOpenApi([...PUBLIC_ROUTES, ...ADMIN_ROUTES], { version: pkg.version }));
     expect(openApiJson()).toBe(openApiJson());
+  });
+
+  it("declares each family's error answers once, shared by every operation that can give them", () => {
+    const op = doc.paths['/api/v3/chat/completions'].post as unknown as Op;
+    expect(op.responses['429']).toEqual({ $ref: '#/components/responses/CompatError429' });
+    expect(doc.components.responses.CompatError429).toMatchObject({ content: { 'application/json': { schema: { $ref: '#/components/schemas/CompatError' } } } });
+    expect(doc.components.responses.Problem401).toMatchObject({ content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } });
   });
 
   it('documents the money in the usage report as decimal strings, never numbers', () => {

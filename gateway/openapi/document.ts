@@ -18,7 +18,7 @@ export interface OpenApiDocument {
   jsonSchemaDialect: string;
   tags: { name: string; description?: string }[];
   paths: Record<string, Record<string, Json>>;
-  components: { schemas: Record<string, Json>; securitySchemes: Record<string, Json> };
+  components: { schemas: Record<string, Json>; responses: Record<string, Json>; securitySchemes: Record<string, Json> };
 }
 
 const SECURITY_SCHEMES: Record<string, Json> = {
@@ -154,6 +154,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], info: { title?: strin
 
   const paths: OpenApiDocument['paths'] = {};
   const operationIds = new Set<string>();
+  const answered: { responses: Json; status: string; name: string }[] = [];
   for (const r of routes) {
     if (operationIds.has(r.operationId)) throw new Error(`operationId ${r.operationId} is used twice`);
     operationIds.add(r.operationId);
@@ -161,8 +162,11 @@ export function buildOpenApi(routes: readonly RouteSpec[], info: { title?: strin
     const content = (schema: z.ZodType | undefined, ct: string, names: SchemaNames, rename: (id: string) => string = (id) => id): Json => ({ [ct]: schema ? { schema: ref(rename(names.names.get(schema)!)) } : {} });
     const responses: Json = {};
     for (const [status, res] of Object.entries(r.responses)) {
-      const body = res.schema || !res.stream ? content(res.schema, res.contentType ?? 'application/json', answers) : {};
-      responses[status] = { description: res.description, ...(res.schema || res.stream ? { content: { ...(res.schema ? body : {}), ...(res.stream ? { 'text/event-stream': {} } : {}) } } : {}) };
+      const media: Json = {};
+      if (res.schema) media[res.contentType ?? 'application/json'] = { schema: ref(answers.names.get(res.schema)!) };
+      if (res.stream) media['text/event-stream'] = {};
+      responses[status] = { description: res.description, ...(Object.keys(media).length ? { content: media } : {}) };
+      if (res.schema && Number(status) >= 400) answered.push({ responses, status, name: `${answers.names.get(res.schema)!}${status}` });
     }
     const params = [...parameters('path', r.params, docPath), ...parameters('query', r.query, docPath)];
     let requestBody: Json | undefined;
@@ -186,6 +190,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], info: { title?: strin
     (paths[docPath] ??= {})[r.method.toLowerCase()] = operation;
   }
   const tagNames = [...new Set(routes.flatMap((r) => r.tags))];
+  const sharedResponses = shareResponses(answered);
   return {
     openapi: OPENAPI_VERSION,
     info: {
@@ -197,8 +202,28 @@ export function buildOpenApi(routes: readonly RouteSpec[], info: { title?: strin
     jsonSchemaDialect: DIALECT,
     tags: tagNames.map((name) => ({ name, ...(TAGS[name] ? { description: TAGS[name] } : {}) })),
     paths,
-    components: { schemas, securitySchemes: SECURITY_SCHEMES },
+    components: { schemas, responses: sharedResponses, securitySchemes: SECURITY_SCHEMES },
   };
+}
+
+/** An error answer declared alike by several operations (each family's) becomes one `components.responses` entry. */
+function shareResponses(answered: { responses: Json; status: string; name: string }[]): Record<string, Json> {
+  const byText = new Map<string, { uses: typeof answered; name: string }>();
+  for (const a of answered) {
+    const text = JSON.stringify(a.responses[a.status]);
+    const entry = byText.get(text);
+    if (entry) entry.uses.push(a);
+    else byText.set(text, { uses: [a], name: a.name });
+  }
+  const shared: Record<string, Json> = {};
+  for (const [text, { uses, name }] of byText) {
+    if (uses.length < 2) continue;
+    let unique = name;
+    for (let i = 2; unique in shared; i++) unique = `${name}_${i}`;
+    shared[unique] = JSON.parse(text) as Json;
+    for (const u of uses) u.responses[u.status] = { $ref: `#/components/responses/${unique}` };
+  }
+  return shared;
 }
 
 let served: Buffer | undefined;

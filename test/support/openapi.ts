@@ -66,8 +66,11 @@ export function expectMatchesOpenApi(method: string, path: string, status: numbe
   const docPath = findDocumentPath(doc, method, path);
   expect(docPath, `${method} ${path} is not in the OpenAPI document`).toBeDefined();
   const op = doc.paths[docPath!][method.toLowerCase()] as { responses: Record<string, { content?: Record<string, { schema?: Json }> }> };
-  const res = op.responses[String(status)] ?? op.responses[`${String(status)[0]}XX`] ?? op.responses.default;
+  let res = op.responses[String(status)] ?? op.responses[`${String(status)[0]}XX`] ?? op.responses.default;
   expect(res, `${method} ${docPath} does not declare status ${status}`).toBeDefined();
+  const shared = (res as { $ref?: string }).$ref;
+  if (shared !== undefined) res = doc.components.responses[shared.slice('#/components/responses/'.length)] as typeof res;
+  expect(res, `${method} ${docPath} ${status}: ${shared} does not resolve`).toBeDefined();
   const content = res.content ?? {};
   const types = Object.keys(content);
   const ct = contentType?.split(';')[0].trim().toLowerCase();
