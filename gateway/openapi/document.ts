@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ADMIN_ROUTES } from '../admin/catalogue.ts';
 import { PUBLIC_ROUTES } from './public-routes.ts';
-import type { RouteSecurity, RouteSpec } from './spec.ts';
+import type { ResponseSpec, RouteSecurity, RouteSpec } from './spec.ts';
 
 export const OPENAPI_VERSION = '3.1.0';
 const DIALECT = 'https://json-schema.org/draft/2020-12/schema';
@@ -143,6 +143,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], info: { title?: strin
     if (r.body) requests.name(r.body, `${op}Request`);
     for (const [ct, b] of Object.entries(r.otherBodies ?? {})) requests.name(b, `${op}${upperFirst(ct.split('/')[1].replace(/[^A-Za-z0-9]/g, ''))}Request`);
     for (const [status, res] of Object.entries(r.responses)) if (res.schema) answers.name(res.schema, `${op}${status}`);
+    if (r.defaultResponse?.schema) answers.name(r.defaultResponse.schema, `${op}Default`);
   }
   const answerSchemas = convert(answers, 'output');
   // A schema used both ways may differ by direction (defaults, transforms): the request side gets its own name.
@@ -161,12 +162,14 @@ export function buildOpenApi(routes: readonly RouteSpec[], info: { title?: strin
     const docPath = documentPath(r);
     const content = (schema: z.ZodType | undefined, ct: string, names: SchemaNames, rename: (id: string) => string = (id) => id): Json => ({ [ct]: schema ? { schema: ref(rename(names.names.get(schema)!)) } : {} });
     const responses: Json = {};
-    for (const [status, res] of Object.entries(r.responses)) {
+    const declared: [string, ResponseSpec][] = Object.entries(r.responses);
+    if (r.defaultResponse) declared.push(['default', r.defaultResponse]);
+    for (const [status, res] of declared) {
       const media: Json = {};
       if (res.schema) media[res.contentType ?? 'application/json'] = { schema: ref(answers.names.get(res.schema)!) };
       if (res.stream) media['text/event-stream'] = {};
       responses[status] = { description: res.description, ...(Object.keys(media).length ? { content: media } : {}) };
-      if (res.schema && Number(status) >= 400) answered.push({ responses, status, name: `${answers.names.get(res.schema)!}${status}` });
+      if (res.schema && (status === 'default' || Number(status) >= 400)) answered.push({ responses, status, name: `${answers.names.get(res.schema)!}${status === 'default' ? 'Upstream' : status}` });
     }
     const params = [...parameters('path', r.params, docPath), ...parameters('query', r.query, docPath)];
     let requestBody: Json | undefined;

@@ -72,6 +72,11 @@ const WHY: Record<number, string> = {
 /** What a billed call may be refused with, before or after reaching an upstream. */
 export const BILLED_ERRORS = [400, 401, 403, 404, 408, 413, 429, 500, 502, 503, 504] as const;
 
+/** A pass-through route's answer for any status not listed: the upstream's own error (mostly in the same shape). */
+export function upstreamErrors(family: ErrorFamily): ResponseSpec {
+  return { description: "An upstream's own error, passed through with its status and body.", schema: BODIES[family] };
+}
+
 /** Error answers in one family's shape, for the statuses given. */
 export function errorResponses(family: ErrorFamily, statuses: readonly number[]): Record<number, ResponseSpec> {
   const out: Record<number, ResponseSpec> = {};

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { limitsViewSchema } from '../governance/limits-view.ts';
 import { usageReportSchema } from '../ledger/report-types.ts';
 import * as answer from './answer-bodies.ts';
-import { BILLED_ERRORS, errorResponses } from './error-bodies.ts';
+import { BILLED_ERRORS, errorResponses, upstreamErrors } from './error-bodies.ts';
 import * as request from './request-bodies.ts';
 import type { ResponseSpec, RouteSpec } from './spec.ts';
 
@@ -22,6 +22,7 @@ function chatRoute(path: string, operationId: string, family: 'chat' | 'compat',
     security: 'apiKey',
     body: request.chatCompletionRequest,
     responses: { 200: ok('The completion, or with `stream: true` its chunks as server-sent events ending with `data: [DONE]`.', answer.chatCompletion, true), ...errorResponses(family, BILLED_ERRORS) },
+    defaultResponse: upstreamErrors(family),
   };
 }
 
@@ -78,6 +79,7 @@ const messagesRoutes: RouteSpec[] = (
       query,
       body: request.messagesRequest,
       responses: { 200: ok('The message, or with `stream: true` its events.', answer.messagesAnswer, true), ...errorResponses('messages', BILLED_ERRORS) },
+      defaultResponse: upstreamErrors('messages'),
     },
     {
       method: 'POST',
@@ -90,6 +92,7 @@ const messagesRoutes: RouteSpec[] = (
       query,
       body: request.messagesRequest,
       responses: { 200: ok("The upstream's count.", answer.tokenCount), ...errorResponses('messages', BILLED_ERRORS) },
+      defaultResponse: upstreamErrors('messages'),
     },
   ];
 });
@@ -98,6 +101,7 @@ function imageRoutes(v: 'v1' | 'v3'): RouteSpec[] {
   const family = v === 'v1' ? 'chat' : 'compat';
   const V = v.toUpperCase();
   const answered = { 200: ok('The images, or with `stream: true` partial images as server-sent events.', answer.imagesAnswer, true), ...errorResponses(family, BILLED_ERRORS) };
+  const defaultResponse = upstreamErrors(family);
   return [
     {
       method: 'POST',
@@ -109,6 +113,7 @@ function imageRoutes(v: 'v1' | 'v3'): RouteSpec[] {
       security: 'apiKey',
       body: v === 'v1' ? request.imageGenerationRequest : request.imageGenerationRequestV3,
       responses: answered,
+      defaultResponse,
     },
     {
       method: 'POST',
@@ -122,6 +127,7 @@ function imageRoutes(v: 'v1' | 'v3'): RouteSpec[] {
       body: v === 'v1' ? request.imageEditJsonRequest : request.imageEditJsonRequestV3,
       otherBodies: { 'multipart/form-data': request.imageEditMultipartRequest },
       responses: answered,
+      defaultResponse,
     },
   ];
 }
@@ -144,6 +150,7 @@ const geminiRoutes: RouteSpec[] = (['v1beta', 'v1'] as const).flatMap((version):
       200: action === 'generateContent' ? ok('The answer.', answer.generateContentAnswer) : { description: 'The answer in chunks: server-sent events with alt=sse, else a JSON array.', stream: true },
       ...errorResponses('gemini', BILLED_ERRORS),
     },
+    defaultResponse: upstreamErrors('gemini'),
   })),
 );
 
@@ -178,6 +185,7 @@ export const PUBLIC_ROUTES: RouteSpec[] = [
     security: 'apiKey',
     body: request.responsesRequest,
     responses: { 200: ok('The response, or with `stream: true` its events.', answer.responseObject, true), ...errorResponses('chat', BILLED_ERRORS) },
+    defaultResponse: upstreamErrors('chat'),
   },
   ...imageRoutes('v1'),
   ...imageRoutes('v3'),
@@ -192,6 +200,7 @@ export const PUBLIC_ROUTES: RouteSpec[] = [
       security: 'apiKey',
       body: request.embeddingsRequest,
       responses: { 200: ok('The embeddings.', answer.embeddingList), ...errorResponses('chat', BILLED_ERRORS) },
+      defaultResponse: upstreamErrors('chat'),
     }),
   ),
   ...geminiRoutes,

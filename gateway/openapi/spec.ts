@@ -47,4 +47,6 @@ export interface RouteSpec {
   otherBodies?: Record<string, z.ZodType>;
   /** Keyed by HTTP status. */
   responses: Record<number, ResponseSpec>;
+  /** Any other status (an upstream's own error, passed through with its status). */
+  defaultResponse?: ResponseSpec;
 }
