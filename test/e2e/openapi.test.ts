@@ -6,6 +6,7 @@ import type { OpenApiDocument } from '../../gateway/openapi/document.ts';
 import { PUBLIC_ROUTES } from '../../gateway/openapi/public-routes.ts';
 import type { TestGateway } from '../support/gateway.ts';
 import { startTestGateway } from '../support/gateway.ts';
+import { TINY_PNG } from '../upstream/server.ts';
 import { expectMatchesOpenApi, fetchMatchingOpenApi } from '../support/openapi.ts';
 
 let t: TestGateway;
@@ -91,6 +92,19 @@ describe('real answers validate against the document', () => {
     expect(e.status).toBe(200);
     const g = await fetchMatchingOpenApi(`${t.url}/api/v1/gemini/v1beta/models/google%2Fgemini-2.5-flash-image:generateContent`, json(undefined, { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }] }, { 'x-goog-api-key': t.keys.acme }));
     expect(g.status).toBe(200);
+  });
+
+  it('images: a generation, a multipart edit and a JSON edit (v1 and v3)', async () => {
+    const gen = await fetchMatchingOpenApi(`${t.url}/api/v1/images/generations`, json(t.keys.acme, { model: 'gpt-image-1', prompt: 'a cat' }));
+    expect(gen.status).toBe(200);
+    const f = new FormData();
+    f.append('prompt', 'Blend');
+    f.append('image', new Blob([TINY_PNG], { type: 'image/png' }), 'a.png');
+    f.append('model', 'openai/gpt-image-1');
+    const edit = await fetchMatchingOpenApi(`${t.url}/api/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${t.keys.acme}` }, body: f });
+    expect(edit.status).toBe(200);
+    const jsonEdit = await fetchMatchingOpenApi(`${t.url}/api/v3/images/edits`, json(t.keys.acme, { model: 'seedream-4', prompt: 'x', images: [{ image_url: `data:image/png;base64,${TINY_PNG.toString('base64')}` }] }));
+    expect(jsonEdit.status).toBe(200);
   });
 
   it("each family's errors", async () => {
