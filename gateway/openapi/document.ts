@@ -16,10 +16,17 @@ export interface OpenApiDocument {
   openapi: string;
   info: Json;
   jsonSchemaDialect: string;
+  servers: Json[];
   tags: { name: string; description?: string }[];
   paths: Record<string, Record<string, Json>>;
   components: { schemas: Record<string, Json>; responses: Record<string, Json>; securitySchemes: Record<string, Json> };
 }
+
+const server = (port: string, description: string): Json[] => [
+  { url: 'http://{host}:{port}', description, variables: { host: { default: 'localhost' }, port: { default: port } } },
+];
+const API_SERVERS = server('8080', 'The API port (--port or PORT).');
+const ADMIN_SERVERS = server('9464', 'The admin port (TOLLGATE_ADMIN_PORT).');
 
 const SECURITY_SCHEMES: Record<string, Json> = {
   apiKey: { type: 'http', scheme: 'bearer', description: 'An API key (`sk_live_…`) as `Authorization: Bearer`.' },
@@ -190,7 +197,10 @@ export function buildOpenApi(routes: readonly RouteSpec[], info: { title?: strin
       'x-tollgate-port': r.port,
       ...(r.security === 'adminWrite' ? { 'x-tollgate-admin-role': 'write' } : r.security === 'adminRead' ? { 'x-tollgate-admin-role': 'read' } : {}),
     };
-    (paths[docPath] ??= {})[r.method.toLowerCase()] = operation;
+    const item = (paths[docPath] ??= {});
+    // Admin operations are answered on the admin port: tools that follow `servers` send them there.
+    if (r.port === 'admin') item.servers = ADMIN_SERVERS as unknown as Json;
+    item[r.method.toLowerCase()] = operation;
   }
   const tagNames = [...new Set(routes.flatMap((r) => r.tags))];
   const sharedResponses = shareResponses(answered);
@@ -203,6 +213,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], info: { title?: strin
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     jsonSchemaDialect: DIALECT,
+    servers: API_SERVERS,
     tags: tagNames.map((name) => ({ name, ...(TAGS[name] ? { description: TAGS[name] } : {}) })),
     paths,
     components: { schemas, responses: sharedResponses, securitySchemes: SECURITY_SCHEMES },

@@ -43,16 +43,20 @@ function load() {
   return cached;
 }
 
-/** The document path (`/api/v1/models/{model}`) a request path falls under; literal paths win over templates. */
+/**
+ * The document path (`/api/v1/models/{model}`) a request path falls under: a literal path first, then templates with
+ * one segment per parameter, then templates whose parameters may hold `/` (model ids).
+ */
 export function findDocumentPath(doc: OpenApiDocument, method: string, path: string): string | undefined {
   const m = method.toLowerCase();
   const bare = path.split('?')[0];
   if (doc.paths[bare]?.[m]) return bare;
-  for (const p of Object.keys(doc.paths)) {
-    if (!doc.paths[p][m] || !p.includes('{')) continue;
-    // A parameter may hold `/` (model ids): `.+`, anchored by what follows it.
-    const re = new RegExp(`^${p.split(/\{[^}]+\}/).map((s) => s.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('.+')}$`);
-    if (re.test(bare)) return p;
+  const templates = Object.keys(doc.paths).filter((p) => doc.paths[p][m] && p.includes('{'));
+  for (const param of ['[^/]+', '.+']) {
+    for (const p of templates) {
+      const re = new RegExp(`^${p.split(/\{[^}]+\}/).map((x) => x.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join(param)}$`);
+      if (re.test(bare)) return p;
+    }
   }
   return undefined;
 }
