@@ -61,6 +61,8 @@ export const generateContentAnswer = z
   .looseObject({ candidates: z.array(z.unknown()).optional(), usageMetadata: z.looseObject({}).optional() })
   .meta({ id: 'GenerateContentResponse', description: "Gemini's answer, unchanged; billed from usageMetadata.candidatesTokenCount." });
 
+export const generateContentChunks = z.array(generateContentAnswer).meta({ id: 'GenerateContentChunks', description: 'streamGenerateContent without alt=sse: the chunks as one JSON array.' });
+
 export const healthBody = z.object({ status: z.literal('ok') }).meta({ id: 'Health' });
 
 export const readyBody = z

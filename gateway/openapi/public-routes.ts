@@ -147,7 +147,7 @@ const geminiRoutes: RouteSpec[] = (['v1beta', 'v1'] as const).flatMap((version):
     query: action === 'streamGenerateContent' ? z.object({ alt: z.enum(['sse']).optional().describe('sse: server-sent events; otherwise a JSON array of chunks.') }) : undefined,
     body: request.generateContentRequest,
     responses: {
-      200: action === 'generateContent' ? ok('The answer.', answer.generateContentAnswer) : { description: 'The answer in chunks: server-sent events with alt=sse, else a JSON array.', stream: true },
+      200: action === 'generateContent' ? ok('The answer.', answer.generateContentAnswer) : ok('The answer in chunks: server-sent events with alt=sse, else one JSON array of them.', answer.generateContentChunks, true),
       ...errorResponses('gemini', BILLED_ERRORS),
     },
     defaultResponse: upstreamErrors('gemini'),

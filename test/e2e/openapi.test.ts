@@ -92,6 +92,9 @@ describe('real answers validate against the document', () => {
     expect(e.status).toBe(200);
     const g = await fetchMatchingOpenApi(`${t.url}/api/v1/gemini/v1beta/models/google%2Fgemini-2.5-flash-image:generateContent`, json(undefined, { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }] }, { 'x-goog-api-key': t.keys.acme }));
     expect(g.status).toBe(200);
+    const chunks = await fetchMatchingOpenApi(`${t.url}/api/v1/gemini/v1/models/gemini-2.5-flash-image:streamGenerateContent`, json(undefined, { contents: [{ role: 'user', parts: [{ text: 'Hi' }] }] }, { 'x-goog-api-key': t.keys.acme }));
+    expect(chunks.status).toBe(200);
+    expect(Array.isArray(chunks.body)).toBe(true);
   });
 
   it('images: a generation, a multipart edit and a JSON edit (v1 and v3)', async () => {
