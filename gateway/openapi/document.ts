@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ADMIN_ROUTES } from '../admin/catalogue.ts';
+import { ADMIN_PORT_ROUTES } from './admin-port-routes.ts';
 import { PUBLIC_ROUTES } from './public-routes.ts';
 import type { ResponseSpec, RouteSecurity, RouteSpec } from './spec.ts';
 
@@ -58,6 +59,8 @@ const TAGS: Record<string, string> = {
   usage: "The calling key's usage, limits and budgets",
   health: 'Liveness and readiness',
   meta: 'This document',
+  operations: "The admin port's metrics, upstream health and console",
+  admin: 'The admin API (admin port, admin tokens)',
 };
 
 /** `/a/:id` → `/a/{id}`; a wildcard needs a docPath naming its parameter. */
@@ -240,11 +243,14 @@ function shareResponses(answered: { responses: Json; status: string; name: strin
   return shared;
 }
 
+/** Every route of both ports, as the document lists them. */
+export const ALL_ROUTES: readonly RouteSpec[] = [...PUBLIC_ROUTES, ...ADMIN_ROUTES, ...ADMIN_PORT_ROUTES];
+
 let served: Buffer | undefined;
 
 /** The document for every route (API and admin ports), serialised once per process. */
 export function openApiJson(): Buffer {
-  served ??= Buffer.from(JSON.stringify(buildOpenApi([...PUBLIC_ROUTES, ...ADMIN_ROUTES], { version: packageVersion() })));
+  served ??= Buffer.from(JSON.stringify(buildOpenApi(ALL_ROUTES, { version: packageVersion() })));
   return served;
 }
 
