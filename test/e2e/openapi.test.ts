@@ -1,17 +1,27 @@
 // A running gateway against its own OpenAPI document: GET /openapi.json, every documented API-port route answers
 // (never 404), and real answers (models, usage report, limits, a chat completion, each family's errors) validate
 // against the document with expectMatchesOpenApi.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateApiKey } from '../../gateway/auth/api-key.ts';
 import type { OpenApiDocument } from '../../gateway/openapi/document.ts';
 import { PUBLIC_ROUTES } from '../../gateway/openapi/public-routes.ts';
+import { compileSnapshot } from '../../gateway/snapshot/runtime.ts';
+import type { SnapshotInput } from '../../gateway/snapshot/schema.ts';
+import { snapshotSchema } from '../../gateway/snapshot/schema.ts';
 import type { TestGateway } from '../support/gateway.ts';
 import { startTestGateway } from '../support/gateway.ts';
 import { TINY_PNG } from '../upstream/server.ts';
 import { expectMatchesOpenApi, fetchMatchingOpenApi } from '../support/openapi.ts';
 
 let t: TestGateway;
+const limited = generateApiKey();
 beforeAll(async () => {
   t = await startTestGateway();
+  // A key with limits and budgets, so the limits view has entries of every kind to validate.
+  const config = JSON.parse(readFileSync(t.configPath, 'utf8')) as SnapshotInput;
+  config.apiKeys!.push({ id: 'openapi-limited', hash: limited.hash, prefix: limited.prefix, organization: 'acme', project: 'limited', limits: { rpm: 100, models: [{ model: 'gpt-4o-mini', tpm: 100000 }] }, budget: { day: '5', total: '10', softPercent: 80 } });
+  t.gw.holder.set(compileSnapshot(snapshotSchema.parse(config)));
 });
 afterAll(async () => t?.close());
 
@@ -77,6 +87,15 @@ describe('real answers validate against the document', () => {
     expect((usage.body as { totals: { request_count: number } }).totals.request_count).toBeGreaterThanOrEqual(1);
     const limits = await fetchMatchingOpenApi(`${t.url}/api/business/v1/customer/limits`, get(t.keys.globex));
     expect(limits.status).toBe(200);
+    const spent = await fetch(`${t.url}/api/v1/chat/completions`, json(limited.key, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] }));
+    expect(spent.status).toBe(200);
+    await spent.text();
+    const full = await fetchMatchingOpenApi(`${t.url}/api/business/v1/customer/limits`, get(limited.key));
+    expect(full.status).toBe(200);
+    const view = full.body as { limits: { kind: string; model?: string }[]; budgets: { period: string; resets_at: string | null; soft_points?: string }[] };
+    expect(view.limits.map((l) => l.kind).sort()).toEqual(['rpm', 'tpm']);
+    expect(view.budgets.map((b) => b.period).sort()).toEqual(['day', 'total']);
+    expect(view.budgets.find((b) => b.period === 'total')!.resets_at).toBeNull();
   });
 
   it('messages, responses, embeddings and generateContent answers', async () => {
