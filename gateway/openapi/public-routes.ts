@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { limitsViewSchema } from '../governance/limits-view.ts';
 import { usageReportSchema } from '../ledger/report-types.ts';
 import * as answer from './answer-bodies.ts';
-import { BILLED_ERRORS, errorResponses, upstreamErrors } from './error-bodies.ts';
+import { BILLED_ERRORS, chatErrorBody, errorResponses, upstreamErrors } from './error-bodies.ts';
 import * as request from './request-bodies.ts';
 import type { ResponseSpec, RouteSpec } from './spec.ts';
 
@@ -155,9 +155,11 @@ const geminiRoutes: RouteSpec[] = (['v1beta', 'v1'] as const).flatMap((version):
 );
 
 const customerErrors = errorResponses('problem', [400, 401, 422, 500, 503]);
+/** Every API-port route answers 503 in its family's shape once the process is shutting down. */
+const draining = errorResponses('chat', [503]);
 
 export const PUBLIC_ROUTES: RouteSpec[] = [
-  { method: 'GET', path: '/healthz', port: 'api', operationId: 'healthz', summary: 'Liveness', tags: ['health'], security: 'none', responses: { 200: ok('The process is alive.', answer.healthBody) } },
+  { method: 'GET', path: '/healthz', port: 'api', operationId: 'healthz', summary: 'Liveness', tags: ['health'], security: 'none', responses: { 200: ok('The process is alive.', answer.healthBody), ...draining } },
   {
     method: 'GET',
     path: '/readyz',
@@ -166,9 +168,9 @@ export const PUBLIC_ROUTES: RouteSpec[] = [
     summary: 'Readiness',
     tags: ['health'],
     security: 'none',
-    responses: { 200: ok('Ready.', answer.readyBody), 503: ok('Not ready; the body says why.', answer.readyBody) },
+    responses: { 200: ok('Ready.', answer.readyBody), 503: ok('Not ready; the body says why (while shutting down: the error shape).', z.union([answer.readyBody, chatErrorBody])) },
   },
-  { method: 'GET', path: '/openapi.json', port: 'api', operationId: 'openApiDocument', summary: 'This OpenAPI document', tags: ['meta'], security: 'none', responses: { 200: ok('The OpenAPI 3.1 document.', answer.openApiBody) } },
+  { method: 'GET', path: '/openapi.json', port: 'api', operationId: 'openApiDocument', summary: 'This OpenAPI document', tags: ['meta'], security: 'none', responses: { 200: ok('The OpenAPI 3.1 document.', answer.openApiBody), ...draining } },
   ...modelsRoutes,
   chatRoute('/api/v1/chat/completions', 'createChatCompletion', 'chat', 'Chat completions (OpenAI)', 'Passed through to openai-protocol upstreams.'),
   chatRoute('/api/v3/chat/completions', 'createChatCompletionV3', 'compat', 'Chat completions (v3 style errors)'),
