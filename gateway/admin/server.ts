@@ -40,8 +40,8 @@ export interface AdminServerOptions {
   admin?: AdminContext & { tokens: readonly AdminToken[] };
   /** Directory of the built console (index.html and its assets). */
   consoleDir?: string;
-  /** The OpenAPI document's bytes (gateway/openapi/document.ts), served at /openapi.json when given. */
-  openapi?: () => Buffer;
+  /** The OpenAPI document, served at /openapi.json when given: its pre-serialised bytes (gateway/openapi/document.ts) or an object. */
+  openapi?: () => Buffer | object;
 }
 
 /** Largest admin request body: configuration edits are small. */
