@@ -21,7 +21,8 @@ export const upstreamHealth = z
   .object({ generation: z.number().int().nullable(), upstreams: z.array(upstreamView) })
   .meta({ id: 'UpstreamHealth', description: "Each upstream target's health in this process." });
 
-const text = (description: string, contentType: string) => ({ description, contentType, schema: z.string() });
+const plainText = z.string().meta({ id: 'Text', description: 'A text body.' });
+const text = (description: string, contentType: string) => ({ description, contentType, schema: plainText });
 
 export const ADMIN_PORT_ROUTES: RouteSpec[] = [
   {
@@ -52,7 +53,7 @@ export const ADMIN_PORT_ROUTES: RouteSpec[] = [
     summary: 'The console (sign in with an admin token)',
     tags: ['operations'],
     security: 'none',
-    responses: { 200: text('The console page.', 'text/html'), 404: text('The console was not built (npm run build:console).', 'text/plain') },
+    responses: { 200: text('The console page.', 'text/html'), 404: text('The console is not built (no index.html in its directory).', 'text/plain') },
   },
   {
     method: 'GET',
