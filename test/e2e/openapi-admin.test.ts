@@ -98,6 +98,8 @@ describe('the admin port and the document', () => {
       '/admin/v1/providers',
       '/admin/v1/upstreams',
       '/upstreams',
+      '/metrics',
+      '/',
     ]) {
       const r = await fetchMatchingOpenApi(`${admin}${path}`, bearer(READ));
       expect(r.status, `${path}: ${JSON.stringify(r.body)}`).toBe(200);

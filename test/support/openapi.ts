@@ -92,11 +92,13 @@ export function expectMatchesOpenApi(method: string, path: string, status: numbe
   expect(ok, `${key}: ${ajv.errorsText(validate.errors, { separator: '\n' })}\nbody: ${JSON.stringify(body).slice(0, 2000)}`).toBe(true);
 }
 
-/** Fetches `url` and checks the answer against the document; returns the status and parsed body. */
+/** Fetches `url` and checks the answer against the document; returns the status and the body (parsed when JSON). */
 export async function fetchMatchingOpenApi(url: string, init: RequestInit = {}): Promise<{ status: number; body: unknown; headers: Headers }> {
   const res = await fetch(url, init);
   const text = await res.text();
-  const body = text === '' ? undefined : (JSON.parse(text) as unknown);
+  // JSON bodies are checked parsed; any other declared body (text/plain, text/html) as the string it is.
+  const json = /^application\/([a-z.+-]*\+)?json/.test(res.headers.get('content-type') ?? '');
+  const body = json && text !== '' ? (JSON.parse(text) as unknown) : text;
   expectMatchesOpenApi(init.method ?? 'GET', new URL(url).pathname, res.status, body, res.headers.get('content-type') ?? undefined);
   return { status: res.status, body, headers: res.headers };
 }
