@@ -6,6 +6,9 @@ import { z } from 'zod';
 /** `trim() !== ''`: JavaScript's trim strips exactly what `\s` matches. */
 const modelName = z.string().regex(/\S/, 'must not be blank').describe('The model id or alias, as listed by GET /api/v1/models.');
 
+/** parseJsonObject refuses a body naming either twice (the upstream might read the other copy): not sayable in JSON Schema. */
+const ONCE = ' `model` and `stream` may each appear only once.';
+
 const streamFlag = z.unknown().optional().describe('`true` answers as a server-sent event stream (`text/event-stream`); anything else as one JSON body.');
 
 export const chatCompletionRequest = z
@@ -15,7 +18,7 @@ export const chatCompletionRequest = z
     stream: streamFlag,
     stream_options: z.unknown().optional().describe('Passed on; on a stream the gateway sets `include_usage: true` so usage is always reported.'),
   })
-  .meta({ id: 'ChatCompletionRequest', description: 'An OpenAI chat completions body. Fields not listed pass through to the upstream; `model` and `stream` may each appear once.' });
+  .meta({ id: 'ChatCompletionRequest', description: `An OpenAI chat completions body. Fields not listed pass through to the upstream.${ONCE}` });
 
 export const messagesRequest = z
   .looseObject({
@@ -23,7 +26,7 @@ export const messagesRequest = z
     messages: z.array(z.unknown()).min(1).describe('The conversation, passed on (or converted through chat for openai-only models).'),
     stream: streamFlag,
   })
-  .meta({ id: 'MessagesRequest', description: 'An Anthropic messages (or count_tokens) body. Fields not listed pass through.' });
+  .meta({ id: 'MessagesRequest', description: `An Anthropic messages (or count_tokens) body. Fields not listed pass through.${ONCE}` });
 
 export const responsesRequest = z
   .looseObject({
@@ -31,7 +34,7 @@ export const responsesRequest = z
     input: z.unknown().optional().describe('Optional: previous_response_id, conversation or a stored prompt may stand in for it.'),
     stream: streamFlag,
   })
-  .meta({ id: 'ResponsesRequest', description: 'An OpenAI responses body. Fields not listed pass through.' });
+  .meta({ id: 'ResponsesRequest', description: `An OpenAI responses body. Fields not listed pass through.${ONCE}` });
 
 /** Any JSON value but null. */
 const present = z.union([z.string(), z.number(), z.boolean(), z.array(z.unknown()), z.record(z.string(), z.unknown())]);
@@ -41,13 +44,13 @@ export const embeddingsRequest = z
     model: modelName,
     input: present.describe('The text(s) or token arrays to embed, passed on unchanged.'),
   })
-  .meta({ id: 'EmbeddingsRequest', description: 'An OpenAI embeddings body. Fields not listed pass through; base64 vectors come back untouched.' });
+  .meta({ id: 'EmbeddingsRequest', description: `An OpenAI embeddings body. Fields not listed pass through; base64 vectors come back untouched.${ONCE}` });
 
 export const generateContentRequest = z
   .looseObject({
     contents: z.array(z.unknown()).min(1).describe('The conversation, passed on unchanged.'),
   })
-  .meta({ id: 'GenerateContentRequest', description: 'A Gemini generateContent body; the model is named by the path (a `model` field here is removed). Fields not listed pass through.' });
+  .meta({ id: 'GenerateContentRequest', description: `A Gemini generateContent body; the model is named by the path (a \`model\` field here is removed). Fields not listed pass through.${ONCE}` });
 
 const imageFields = {
   model: modelName,
@@ -65,24 +68,24 @@ const partialRule = { message: "'partial_images' is only allowed with 'stream': 
 export const imageGenerationRequest = z
   .looseObject(imageFields)
   .refine(partialNeedsStream, partialRule)
-  .meta({ id: 'ImageGenerationRequest', description: 'An OpenAI images generations body. Fields not listed pass through.' });
+  .meta({ id: 'ImageGenerationRequest', description: `An OpenAI images generations body. Fields not listed pass through.${ONCE}` });
 
 export const imageGenerationRequestV3 = z
   .looseObject(compatImageFields)
   .refine(partialNeedsStream, partialRule)
-  .meta({ id: 'ImageGenerationRequestV3', description: 'An images generations body (v3 style). `size` must be one the model lists, when it lists any.' });
+  .meta({ id: 'ImageGenerationRequestV3', description: `An images generations body (v3 style). \`size\` must be one the model lists, when it lists any.${ONCE}` });
 
 const editImages = z.array(z.unknown()).min(1).max(16).describe('Up to 16 images, each `{image_url}` or `{file_id}`.');
 
 export const imageEditJsonRequest = z
   .looseObject({ ...imageFields, images: editImages })
   .refine(partialNeedsStream, partialRule)
-  .meta({ id: 'ImageEditJsonRequest', description: 'The JSON images edits body. Fields not listed pass through.' });
+  .meta({ id: 'ImageEditJsonRequest', description: `The JSON images edits body. Fields not listed pass through.${ONCE}` });
 
 export const imageEditJsonRequestV3 = z
   .looseObject({ ...compatImageFields, images: editImages })
   .refine(partialNeedsStream, partialRule)
-  .meta({ id: 'ImageEditJsonRequestV3', description: 'The JSON images edits body (v3 style).' });
+  .meta({ id: 'ImageEditJsonRequestV3', description: `The JSON images edits body (v3 style).${ONCE}` });
 
 const binary = z.string().meta({ format: 'binary' });
 
