@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ADMIN_ROUTES } from '../admin/catalogue.ts';
 import type { GatewayContext } from '../routes/context.ts';
 import { buildServer } from '../server.ts';
-import { openApiAjv } from '../../test/support/openapi.ts';
+import { findDocumentPath, openApiAjv } from '../../test/support/openapi.ts';
 import type { OpenApiDocument } from './document.ts';
 import { ALL_ROUTES, buildOpenApi, documentPath, openApiJson } from './document.ts';
 import { PUBLIC_ROUTES } from './public-routes.ts';
@@ -67,6 +67,24 @@ describe('the OpenAPI document', () => {
       const inPath = (op.parameters ?? []).filter((p) => p.in === 'path');
       expect(inPath.map((p) => p.name).sort()).toEqual(templated);
       for (const p of inPath) expect(p.required).toBe(true);
+    }
+  });
+
+  it('declares 401 on every operation that needs a credential', () => {
+    for (const { op } of operations) {
+      const needsOne = op.security.length > 0 && op.security.every((s) => Object.keys(s).length > 0);
+      if (needsOne) expect(Object.keys(op.responses), op.operationId).toContain('401');
+    }
+  });
+
+  it('finds the operation for a concrete path, preferring one-segment parameters', () => {
+    expect(findDocumentPath(doc, 'GET', '/api/v1/models/openai/gpt-4o-mini')).toBe('/api/v1/models/{model}');
+    expect(findDocumentPath(doc, 'POST', '/api/v1/gemini/v1/models/google%2Fx:streamGenerateContent')).toBe('/api/v1/gemini/v1/models/{model}:streamGenerateContent');
+    expect(findDocumentPath(doc, 'GET', '/api/v1/models')).toBe('/api/v1/models');
+    expect(findDocumentPath(doc, 'DELETE', '/api/v1/models')).toBeUndefined();
+    if (ADMIN_ROUTES.length > 0) {
+      expect(findDocumentPath(doc, 'POST', '/admin/v1/keys/k1/revoke')).toBe('/admin/v1/keys/{id}/revoke');
+      expect(findDocumentPath(doc, 'PATCH', '/admin/v1/projects/acme/web')).toBe('/admin/v1/projects/{organization}/{id}');
     }
   });
 
