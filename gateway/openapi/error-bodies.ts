@@ -51,6 +51,13 @@ export const problemBody = z
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details (`application/problem+json`), for /api/business/*.' });
 
+// gateway/errors.ts renders with these types (`satisfies`), so a renderer and its schema cannot drift apart.
+export type ChatErrorBody = z.output<typeof chatErrorBody>;
+export type CompatErrorBody = z.output<typeof compatErrorBody>;
+export type MessagesErrorBody = z.output<typeof messagesErrorBody>;
+export type GeminiErrorBody = z.output<typeof geminiErrorBody>;
+export type ProblemBody = z.output<typeof problemBody>;
+
 const BODIES: Record<ErrorFamily, z.ZodType> = { chat: chatErrorBody, compat: compatErrorBody, messages: messagesErrorBody, gemini: geminiErrorBody, problem: problemBody };
 
 const WHY: Record<number, string> = {
