@@ -48,11 +48,11 @@ export async function startUpstream(): Promise<Running> {
 }
 
 /** The bare pass-through: streamed (`bare`) or buffered (`bare-buffered`); the floor is the better of the two. */
-export async function startBare(upstreamUrl: string, opts: { buffered?: boolean } = {}): Promise<Running> {
+export async function startBare(upstreamUrl: string, opts: { buffered?: boolean; nodeArgs?: string[] } = {}): Promise<Running> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const name = opts.buffered ? 'bare-buffered' : 'bare';
-  const args = ['bench/bare-proxy.ts', '--port', String(port), '--upstream', upstreamUrl, ...(opts.buffered ? ['--buffered'] : [])];
+  const args = [...(opts.nodeArgs ?? []), 'bench/bare-proxy.ts', '--port', String(port), '--upstream', upstreamUrl, ...(opts.buffered ? ['--buffered'] : [])];
   const proc = await spawnServer({ name, args, env: { NODE_OPTIONS: GATEWAY_NODE_OPTIONS }, readyUrl: `${url}/healthz`, url });
   return {
     proc,

@@ -69,10 +69,12 @@ const q = (v: string): string => JSON.stringify(v);
 
 /**
  * The access log's own stdout writer, buffered: one write syscall per ~4 KB of lines (or every 200 ms) instead of one
- * per request, measured as the largest single cost of telemetry (bench/telemetry-overhead.ts). Writes stay at most
- * 4096 bytes of whole lines, so they are atomic on a pipe and never split a line of the main (synchronous) logger.
+ * per request. The write is synchronous: an asynchronous fs.write goes through libuv's thread pool, and the hand-off
+ * (queue, wake a worker, wake the loop for the callback) costs several times the write itself: ~20 µs of CPU per
+ * 4 KB write against ~5 µs here (bench/access-write.ts). The main logger writes synchronously too, so neither can split the
+ * other's line, and every write stays at most 4096 bytes of whole lines, atomic on a pipe that other processes share.
  * pino flushes it at exit; a SIGKILL loses at most the last 200 ms of access lines (the ledger is the billing record).
  */
 export function bufferedAccessLogger(level: string): Logger {
-  return pino({ level }, pino.destination({ dest: 1, sync: false, minLength: 3584, maxWrite: 4096, periodicFlush: 200 } as Parameters<typeof pino.destination>[0]));
+  return pino({ level }, pino.destination({ dest: 1, sync: true, minLength: 3584, maxWrite: 4096, periodicFlush: 200 } as Parameters<typeof pino.destination>[0]));
 }
