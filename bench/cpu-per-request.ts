@@ -19,7 +19,7 @@ import { backendCpuSpent, createBenchDatabase, DEFAULT_POSTGRES_URL, postgresRea
 import type { BenchDatabase } from './databases.ts';
 import { chatBody, paced } from './load.ts';
 import type { Target } from './load.ts';
-import { cpuSeconds } from './proc.ts';
+import { cpuSeconds, ownCpuSeconds } from './proc.ts';
 import { startBare, startTollgate, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
 
@@ -44,13 +44,14 @@ const rounds = Number(values.rounds);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /** Sends exactly `n` requests, `concurrency` at a time; every answer must be 200. */
-async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; dbPerRequest: number; seconds: number }> {
+async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; dbPerRequest: number; childPerRequest: number; seconds: number }> {
   const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
   const headers = { 'content-type': 'application/json', ...t.headers };
   let sent = 0;
   let failed = 0;
   const db0 = await t.backendCpu?.();
   const cpu0 = cpuSeconds(t.pid);
+  const own0 = ownCpuSeconds(t.pid);
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -65,10 +66,12 @@ async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerR
   const seconds = (performance.now() - t0) / 1000;
   const db1 = await t.backendCpu?.();
   const dbCpu = db0 && db1 ? backendCpuSpent(db0, db1) : 0;
-  const cpu = cpuSeconds(t.pid) - cpu0 + dbCpu;
+  const tree = cpuSeconds(t.pid) - cpu0;
+  const childCpu = tree - (ownCpuSeconds(t.pid) - own0);
+  const cpu = tree + dbCpu;
   await pool.close();
   if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
-  return { cpuPerRequest: cpu / n, dbPerRequest: dbCpu / n, seconds };
+  return { cpuPerRequest: cpu / n, dbPerRequest: dbCpu / n, childPerRequest: childCpu / n, seconds };
 }
 
 const up = await startUpstream();
@@ -110,7 +113,7 @@ try {
     const one = async (r: Running) => {
       const m = await fixedCount(r.target, body, requests);
       (per.get(r.target.name) ?? per.set(r.target.name, []).get(r.target.name)!).push(m.cpuPerRequest);
-      console.error(`round ${round + 1} ${r.target.name}: ${(m.cpuPerRequest * 1e6).toFixed(1)} µs CPU/req${r.target.backendCpu ? ` (database backends ${(m.dbPerRequest * 1e6).toFixed(1)})` : ''}, ${(requests / m.seconds).toFixed(0)} req/s`);
+      console.error(`round ${round + 1} ${r.target.name}: ${(m.cpuPerRequest * 1e6).toFixed(1)} µs CPU/req${r.target.backendCpu ? ` (database backends ${(m.dbPerRequest * 1e6).toFixed(1)})` : ''}${m.childPerRequest > 0 ? ` (child processes ${(m.childPerRequest * 1e6).toFixed(1)})` : ''}, ${(requests / m.seconds).toFixed(0)} req/s`);
     };
     if (values.together) await Promise.all(running.map(one));
     else for (const r of running) await one(r);

@@ -115,12 +115,15 @@ function overTree(pid: number, f: (p: number) => number): number {
 
 /** User + system CPU seconds the process and its descendants have used so far (/proc/<pid>/stat utime + stime). */
 export function cpuSeconds(pid: number): number {
-  return overTree(pid, (p) => {
-    const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  });
+  return overTree(pid, ownCpuSeconds);
+}
+
+/** The process's own user + system CPU seconds, without its descendants. */
+export function ownCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
 }
 
 /** VmHWM (peak RSS) and VmRSS in bytes, summed over the process and its descendants (the peak: an upper bound). */

@@ -43,10 +43,10 @@ export function writeAccessLine(log: Logger, level: keyof typeof LEVEL_NUMBERS, 
   let s = `{"level":${LEVEL_NUMBERS[level]},"time":${Date.now()}${(l[pino.symbols.chindingsSym] as string | undefined) ?? ''},"reqId":${q(f.requestId)}`;
   if (f.traceId) s += `,"traceId":${q(f.traceId)}`;
   s += `,"method":${q(f.method)},"endpoint":${q(f.endpoint)}`;
-  if (f.key) s += `,"org":${q(f.key.organization.id)},"project":${q(f.key.project)},"keyPrefix":${q(f.key.prefix)}`;
+  if (f.key) s += keyFields(f.key);
   const c = f.call;
   if (c) s += `,"clientModel":${q(c.clientModel)},"model":${q(c.model.id)}`;
-  if (f.target) s += `,"provider":${q(f.target.provider.id)},"upstreamModel":${q(f.target.model)}`;
+  if (f.target) s += targetFields(f.target);
   if (c) s += `,"attempts":${f.attempts},"stream":${c.stream}`;
   s += `,"status":${f.status}`;
   if (f.aborted) s += ',"aborted":true';
@@ -64,8 +64,31 @@ export function writeAccessLine(log: Logger, level: keyof typeof LEVEL_NUMBERS, 
   stream.write(s + ',"msg":"request"}\n');
 }
 
-// JSON string literal; the values are ids, names and decimals, so JSON.stringify's escaping is the rare path.
-const q = (v: string): string => JSON.stringify(v);
+/** JSON string literal; the values are ids, names and decimals, so JSON.stringify's escaping is the rare path. */
+function q(v: string): string {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    // Controls, quote, backslash, and surrogates (a lone one is escaped): let JSON.stringify decide.
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return JSON.stringify(v);
+  }
+  return `"${v}"`;
+}
+
+// A key's and a target's fields are the same on every line of theirs: built once per snapshot object.
+const keyFieldsOf = new WeakMap<RuntimeKey, string>();
+const targetFieldsOf = new WeakMap<UpstreamTarget, string>();
+
+function keyFields(k: RuntimeKey): string {
+  let s = keyFieldsOf.get(k);
+  if (s === undefined) keyFieldsOf.set(k, (s = `,"org":${q(k.organization.id)},"project":${q(k.project)},"keyPrefix":${q(k.prefix)}`));
+  return s;
+}
+
+function targetFields(t: UpstreamTarget): string {
+  let s = targetFieldsOf.get(t);
+  if (s === undefined) targetFieldsOf.set(t, (s = `,"provider":${q(t.provider.id)},"upstreamModel":${q(t.model)}`));
+  return s;
+}
 
 /**
  * The access log's own stdout writer, buffered: one write syscall per ~4 KB of lines (or every 200 ms) instead of one
