@@ -14,7 +14,7 @@ async function run(mode: 'sync' | 'async'): Promise<number> {
   for (let i = 0; i < n; i++) {
     const s = block + String(i) + '\n';
     if (mode === 'sync') writeSync(1, s);
-    else await new Promise<void>((resolve, reject) => write(1, s, 'utf8', (err) => (err ? reject(err) : resolve())));
+    else await new Promise<void>((resolve, reject) => write(1, s, null, 'utf8', (err) => (err ? reject(err) : resolve())));
   }
   const c = process.cpuUsage(t0);
   return (c.user + c.system) / n;

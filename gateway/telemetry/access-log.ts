@@ -1,5 +1,6 @@
 // The one access-log line per request. Built from fields chosen one by one: never a key, a provider credential,
 // a body, a URL query (Gemini's `?key=`) or a header value.
+import { writeSync } from 'node:fs';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { LedgerRow } from '../ledger/row.ts';
@@ -91,13 +92,85 @@ function targetFields(t: UpstreamTarget): string {
 }
 
 /**
- * The access log's own stdout writer, buffered: one write syscall per ~4 KB of lines (or every 200 ms) instead of one
- * per request. The write is synchronous: an asynchronous fs.write goes through libuv's thread pool, and the hand-off
- * (queue, wake a worker, wake the loop for the callback) costs several times the write itself: ~20 µs of CPU per
- * 4 KB write against ~5 µs here (bench/access-write.ts). The main logger writes synchronously too, so neither can split the
- * other's line, and every write stays at most 4096 bytes of whole lines, atomic on a pipe that other processes share.
- * pino flushes it at exit; a SIGKILL loses at most the last 200 ms of access lines (the ledger is the billing record).
+ * The access log's own stdout writer: whole lines gathered into blocks of at most 4096 bytes (atomic on a pipe that
+ * other processes share, so no other writer splits a line), each block one synchronous write once it passes
+ * 3.5 KB, or every 200 ms, and at exit. A SIGKILL loses at most the last 200 ms of access lines (the ledger is the
+ * billing record).
  */
 export function bufferedAccessLogger(level: string): Logger {
-  return pino({ level }, pino.destination({ dest: 1, sync: true, minLength: 3584, maxWrite: 4096, periodicFlush: 200 } as Parameters<typeof pino.destination>[0]));
+  return pino({ level }, new LineBlocks(1, 200));
+}
+
+const MAX_BLOCK = 4096;
+const MIN_BLOCK = 3584;
+/** How long a full stdout may hold the writer up before the block is dropped (every wait is bounded). */
+const MAX_BLOCKED_MS = 1000;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** Every writer, flushed by one exit listener (a listener each would pile up in a process that starts many gateways). */
+const atExit = new Set<LineBlocks>();
+
+/**
+ * Why not pino's own buffered destination (sonic-boom): asynchronous, each write goes through libuv's thread pool,
+ * whose hand-off costs several times the write itself (~20 µs of CPU per 4 KB write against ~5 µs synchronous,
+ * bench/access-write.ts); synchronous, it measures its whole pending buffer on every line, which flattens it: ~2 KB
+ * allocated per request. Here a line costs a byte count and an append.
+ */
+export class LineBlocks {
+  private text = '';
+  private bytes = 0;
+  private readonly fd: number;
+
+  constructor(fd: number, periodMs: number) {
+    this.fd = fd;
+    setInterval(() => this.flush(), periodMs).unref();
+    if (atExit.size === 0) process.once('exit', () => atExit.forEach((b) => b.flush()));
+    atExit.add(this);
+  }
+
+  write(line: string): boolean {
+    const n = Buffer.byteLength(line);
+    if (this.bytes + n > MAX_BLOCK) this.flush();
+    this.text += line;
+    this.bytes += n;
+    if (this.bytes >= MIN_BLOCK) this.flush();
+    return true;
+  }
+
+  /** Writes what is pending now (pino calls this from `logger.flush`). */
+  flush(cb?: (err?: Error) => void): void {
+    if (this.bytes > 0) {
+      const text = this.text;
+      this.text = '';
+      this.bytes = 0;
+      writeBlock(this.fd, text);
+    }
+    cb?.();
+  }
+}
+
+/** One block written whole: a full non-blocking pipe is retried (bounded), any other failure drops the block. */
+function writeBlock(fd: number, text: string): void {
+  let buf: Buffer | undefined;
+  let off = 0;
+  let blockedSince = 0;
+  for (;;) {
+    try {
+      if (buf === undefined) {
+        const n = writeSync(fd, text);
+        if (n === Buffer.byteLength(text)) return;
+        buf = Buffer.from(text);
+        off = n;
+      } else {
+        off += writeSync(fd, buf, off);
+        if (off >= buf.length) return;
+      }
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK') return;
+      const now = Date.now();
+      if (blockedSince === 0) blockedSince = now;
+      else if (now - blockedSince > MAX_BLOCKED_MS) return;
+      Atomics.wait(sleeper, 0, 0, 5);
+    }
+  }
 }
