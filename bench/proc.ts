@@ -28,6 +28,8 @@ export interface SpawnOptions {
   readyUrl: string;
   url: string;
   timeoutMs?: number;
+  /** A program that runs node (e.g. valgrind and its options), given node's path and `args`. */
+  wrapper?: string[];
 }
 
 // One free-port finder for tests and benchmarks.
@@ -36,7 +38,8 @@ export { freePort } from '../test/support/child-gateway.ts';
 /** Starts `node <args>` and waits until readyUrl answers. */
 export async function spawnServer(opts: SpawnOptions): Promise<ServerProc> {
   const started = performance.now();
-  const proc = spawn(process.execPath, opts.args, {
+  const [command, ...commandArgs] = [...(opts.wrapper ?? []), process.execPath, ...opts.args];
+  const proc = spawn(command, commandArgs, {
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
