@@ -85,6 +85,7 @@ export const keySchema = z
     expiresAt: z.string().optional(),
     limits: limitsSchema.optional(),
     budget: budgetSchema.optional(),
+    spend: spendSchema.optional().describe('On GET /admin/v1/keys/:id only, when the key has limits or a budget of its own.'),
   })
   .meta({ id: 'AdminKey' });
 
