@@ -1,0 +1,60 @@
+// Upstream health in this process: each target's state (healthy, ejected, half open) and its counts.
+import { get } from '../api.ts';
+import { ErrorNote, Loading, useLoad } from '../components/load.tsx';
+import { summarize } from './models.tsx';
+import type { Json } from '../types.ts';
+
+interface UpstreamsView {
+  generation?: number | string | null;
+  targets: Record<string, Json>[];
+}
+
+const FIRST = ['provider', 'model', 'state'];
+
+export function Upstreams() {
+  const view = useLoad(() => get<UpstreamsView>('/admin/v1/upstreams'), []);
+  const targets = view.data?.targets ?? [];
+  const columns = [...FIRST.filter((c) => targets.some((t) => c in t)), ...[...new Set(targets.flatMap((t) => Object.keys(t)))].filter((c) => !FIRST.includes(c))];
+  return (
+    <div class="page">
+      <header class="page-head">
+        <h2>Upstream health</h2>
+        <div class="controls">
+          <button type="button" class="secondary" onClick={view.reload}>
+            Refresh
+          </button>
+        </div>
+      </header>
+      <ErrorNote error={view.error} />
+      <Loading when={view.loading && !view.data}>
+        <section class="panel">
+          <p class="muted">Snapshot generation {String(view.data?.generation ?? '—')}. Health is this gateway process's own view; each pod keeps its own.</p>
+          {targets.length === 0 ? (
+            <p class="muted">No upstream has been called yet.</p>
+          ) : (
+            <table class="data" data-testid="upstreams-table">
+              <thead>
+                <tr>
+                  {columns.map((c) => (
+                    <th key={c}>{c}</th>
+                  ))}
+                </tr>
+              </thead>
+              <tbody>
+                {targets.map((t, i) => (
+                  <tr key={i}>
+                    {columns.map((c) => (
+                      <td key={c} class={c === 'state' ? `state-${String(t[c])}` : typeof t[c] === 'number' ? 'num' : ''}>
+                        {c === 'state' ? <span class={`badge ${String(t[c])}`}>{String(t[c])}</span> : summarize(t[c])}
+                      </td>
+                    ))}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </section>
+      </Loading>
+    </div>
+  );
+}
