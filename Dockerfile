@@ -5,15 +5,26 @@
 
 ARG NODE_IMAGE=node:24-slim
 
+# The console: bundled by esbuild (a dev dependency) into static files; only console/dist reaches the image.
+FROM ${NODE_IMAGE} AS console
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts
+COPY scripts/build-console.ts ./scripts/
+COPY console ./console
+RUN node scripts/build-console.ts
+
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# `prepare` (the console build) needs the dev dependencies: the console stage above does it instead.
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY bin ./bin
 COPY gateway ./gateway
 COPY operator ./operator
 COPY kube ./kube
+COPY --from=console /app/console/dist ./console/dist
 # Tests are not shipped (.dockerignore keeps most out; this catches any that slipped in).
 RUN find gateway operator kube -name '*.test.ts' -delete
 
