@@ -20,7 +20,7 @@ interface Prepared {
 }
 
 function prepare(usage: Usage): Prepared {
-  // Groups ordered by their total, largest at the bottom of the stack.
+  // Groups in the order of the API's totals; the first is drawn on top of the stack.
   const groups = usage.totals.map((t) => t.group);
   for (const b of usage.series) for (const g of b.groups) if (!groups.includes(g.group)) groups.push(g.group);
   const xs = usage.series.map((b) => Date.parse(b.start) / 1000);
@@ -54,6 +54,8 @@ export function UsageChart({ usage, metric, height = 260 }: { usage: Usage; metr
     const opts: uPlot.Options = {
       width: Math.max(320, el.clientWidth),
       height,
+      // Buckets are UTC hours and days: the axis says so rather than the browser's zone.
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       cursor: { points: { show: false }, drag: { x: false, y: false } },
       legend: { live: true },
       scales: { x: { time: true, range: (_u, min, max) => [min - bucketSeconds / 2, max + bucketSeconds / 2] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },

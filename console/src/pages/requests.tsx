@@ -92,15 +92,18 @@ export function Requests() {
                 <tr key={r.request_id} data-request-id={r.request_id}>
                   <td class="mono nowrap">{r.occurred_at.slice(0, 19).replace('T', ' ')}</td>
                   <td class="mono small-text" title={r.request_id}>
-                    {r.request_id}
+                    {r.request_id.length > 14 ? `${r.request_id.slice(0, 14)}…` : r.request_id}
                   </td>
                   <td class="mono">{r.key_prefix ? `${r.key_prefix}…` : '—'}</td>
                   <td>
                     {r.organization} / {r.project}
                   </td>
                   <td class="mono small-text">{r.route ?? '—'}</td>
-                  <td class="mono">{r.model}</td>
-                  <td class="mono small-text">{r.provider ? `${r.provider}${r.upstream_model ? ` → ${r.upstream_model}` : ''}` : '—'}</td>
+                  <td class="mono nowrap">{r.model}</td>
+                  <td class="small-text">
+                    {r.provider ?? '—'}
+                    {r.upstream_model && <div class="mono muted nowrap">{r.upstream_model}</div>}
+                  </td>
                   <td class={`num ${statusClass(r.status)}`}>{r.status ?? '—'}</td>
                   <td class="num">{formatCount(r.input)}</td>
                   <td class="num">{formatCount(r.output)}</td>

@@ -6,15 +6,19 @@ import type { Json } from '../types.ts';
 
 interface UpstreamsView {
   generation?: number | string | null;
-  targets: Record<string, Json>[];
+  targets?: Record<string, Json>[];
+  /** The admin port's /upstreams names the list this way. */
+  upstreams?: Record<string, Json>[];
 }
 
 const FIRST = ['provider', 'model', 'state'];
+// `healthy` repeats `state`.
+const HIDDEN = new Set(['healthy']);
 
 export function Upstreams() {
   const view = useLoad(() => get<UpstreamsView>('/admin/v1/upstreams'), []);
-  const targets = view.data?.targets ?? [];
-  const columns = [...FIRST.filter((c) => targets.some((t) => c in t)), ...[...new Set(targets.flatMap((t) => Object.keys(t)))].filter((c) => !FIRST.includes(c))];
+  const targets = view.data?.targets ?? view.data?.upstreams ?? [];
+  const columns = [...FIRST.filter((c) => targets.some((t) => c in t)), ...[...new Set(targets.flatMap((t) => Object.keys(t)))].filter((c) => !FIRST.includes(c) && !HIDDEN.has(c))];
   return (
     <div class="page">
       <header class="page-head">
