@@ -1,0 +1,216 @@
+// The console in a real browser: Debian's chromium driven by playwright-core against a real gateway (admin port on,
+// admin tokens set, the fake upstream). Signs in, creates a key and reads its secret off the page, calls with it
+// through the official openai SDK, finds the request and its exact cost in the console, the spend in the chart's
+// data, revokes the key and sees the SDK refused; a read token sees no write control. No console error, no CSP
+// violation. Screenshots of every page go to test-artifacts/console/ (look at them). Chromium that cannot launch
+// fails the test: it is never skipped.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import OpenAI from 'openai';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildConsole } from '../../scripts/build-console.ts';
+import type { TestGateway } from '../support/gateway.ts';
+import { startTestGateway } from '../support/gateway.ts';
+
+const WRITE_TOKEN = 'tga_console_write_0123456789abcdef0123456789abcdef';
+const READ_TOKEN = 'tga_console_read_fedcba9876543210fedcba9876543210';
+const ARTIFACTS = resolve(import.meta.dirname, '..', '..', 'test-artifacts', 'console');
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+let t: TestGateway;
+let admin: string;
+let browser: Browser;
+let consoleDir: string;
+const problems: string[] = [];
+
+async function newPage(scheme: 'light' | 'dark' = 'light'): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: scheme });
+  const page = await context.newPage();
+  // Every error or warning the page logs (a CSP violation is one) and every uncaught exception fails the run.
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  return { context, page };
+}
+
+async function signIn(page: Page, token: string): Promise<void> {
+  await page.goto(`${admin}/`);
+  await page.fill('input[name=token]', token);
+  await page.click('form[aria-label="Sign in"] button[type=submit]');
+  await page.waitForSelector('nav.top');
+}
+
+/** Navigates by the console's own links (the token lives in memory: a reload would sign out). */
+async function open(page: Page, label: string): Promise<void> {
+  await page.click(`nav.top a:text-is("${label}")`);
+  await page.waitForSelector(`nav.top a.active:text-is("${label}")`);
+  await page.waitForFunction("!document.body.textContent.includes('Loading…')");
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  // uPlot draws on a resize frame; let it settle before the picture.
+  await page.waitForTimeout(150);
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+async function ledgerRow(requestId: string): Promise<{ cost_points: string; model: string }> {
+  for (let i = 0; i < 100; i++) {
+    const { rows } = await t.gw.store.query<{ cost_points: string; model: string }>('SELECT cost_points::text, client_model AS model FROM usage_events WHERE request_id = $1', [requestId]);
+    if (rows[0]) return rows[0];
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no ledger row for ${requestId}`);
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  consoleDir = mkdtempSync(join(tmpdir(), 'tg-console-dist-'));
+  await buildConsole({ outDir: consoleDir });
+  process.env.TOLLGATE_ADMIN_TOKENS = `ops:write:${WRITE_TOKEN},viewer:read:${READ_TOKEN}`;
+  t = await startTestGateway({ gateway: { adminPort: 0, adminHost: '127.0.0.1', consoleDir } as never });
+  admin = t.gw.adminUrl!;
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+  delete process.env.TOLLGATE_ADMIN_TOKENS;
+  if (consoleDir) rmSync(consoleDir, { recursive: true, force: true });
+});
+
+describe('console', () => {
+  it('serves the page under a strict CSP with its hashed assets', async () => {
+    const res = await fetch(`${admin}/`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(res.headers.get('content-security-policy')).toBe(CSP);
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('referrer-policy')).toBe('no-referrer');
+    const html = await res.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/); // no inline script
+    expect(html).not.toMatch(/<style|style=/); // no inline style
+    const script = /src="(\/console\/[^"]+\.js)"/.exec(html)![1];
+    const js = await fetch(`${admin}${script}`);
+    expect(js.status).toBe(200);
+    expect(js.headers.get('content-type')).toMatch(/javascript/);
+  });
+
+  it('signs in, creates a key, bills its call exactly, charts it, revokes it', async () => {
+    const { context, page } = await newPage();
+    try {
+      // A wrong token is refused on the page.
+      await page.goto(`${admin}/`);
+      await shot(page, '01-sign-in');
+      await page.fill('input[name=token]', 'tga_wrong');
+      await page.click('form[aria-label="Sign in"] button[type=submit]');
+      await expect.poll(() => page.textContent('[role=alert]')).toContain('not valid');
+
+      await signIn(page, WRITE_TOKEN);
+      expect(await page.textContent('[data-testid=who]')).toContain('read-write');
+      // The token is nowhere but in memory: not in the URL, storage or a cookie.
+      expect(page.url()).not.toContain(WRITE_TOKEN);
+      expect(await page.evaluate<string>('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie')).not.toContain(WRITE_TOKEN);
+      expect(await context.cookies()).toEqual([]);
+
+      // Create a key on the keys page; the secret is on the page once.
+      await open(page, 'Keys');
+      await page.selectOption('form[aria-label="Create a key"] select[name=organization]', 'acme');
+      await page.fill('form[aria-label="Create a key"] input[name=project]', 'web');
+      await page.fill('form[aria-label="Create a key"] input[name=name]', 'console-e2e');
+      await page.click('[data-action=create-key]');
+      const secret = (await page.locator('[data-testid=new-secret]').textContent())!.trim();
+      expect(secret).toMatch(/^sk_live_/);
+      await shot(page, '03-keys-created');
+
+      // The key works with the official SDK against the API port.
+      const client = new OpenAI({ baseURL: `${t.url}/api/v1`, apiKey: secret, maxRetries: 0 });
+      const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello from the console test' }] }).withResponse();
+      expect(data.choices[0].message.content).toBeTruthy();
+      const requestId = response.headers.get('x-tollgate-request-id')!;
+      const row = await ledgerRow(requestId);
+      expect(response.headers.get('x-tollgate-cost-points')).toBe(row.cost_points);
+
+      // Recent requests: the request with the ledger's cost string, character for character.
+      await open(page, 'Requests');
+      const line = page.locator(`tr[data-request-id="${requestId}"]`);
+      await expect.poll(async () => (await line.count()) || (await page.click('[data-action=refresh]'), 0), { timeout: 10_000 }).toBe(1);
+      expect((await line.locator('td[data-cost]').getAttribute('data-cost'))!).toBe(row.cost_points);
+      expect((await line.locator('td[data-cost]').textContent())!.trim()).toBe(row.cost_points);
+      await shot(page, '04-requests');
+
+      // The overview chart's data: the model's spend in this range is the ledger's, as an exact string.
+      await open(page, 'Overview');
+      const table = page.locator('[data-testid=chart-data]');
+      await table.waitFor({ state: 'attached' });
+      const series = JSON.parse((await table.getAttribute('data-series'))!) as { start: string; groups: { group: string; requests: number; cost_points: string }[] }[];
+      const groups = series.flatMap((b) => b.groups);
+      expect(groups).toHaveLength(1);
+      expect(groups[0].requests).toBe(1);
+      expect(groups[0].cost_points).toBe(row.cost_points);
+      expect(await table.getAttribute('data-total')).toBe(row.cost_points);
+      expect((await page.locator('[data-testid=total-spend]').getAttribute('data-value'))!).toBe(row.cost_points);
+      // And what the page prints is what the admin API answers.
+      const usage = (await (await fetch(`${admin}/admin/v1/usage?group_by=model&bucket=hour&from=${encodeURIComponent(series[0].start)}`, { headers: { authorization: `Bearer ${WRITE_TOKEN}` } })).json()) as { total: { cost_points: string } };
+      expect(usage.total.cost_points).toBe(row.cost_points);
+      await page.hover('.u-over', { position: { x: 600, y: 100 } });
+      await shot(page, '02-overview');
+
+      // The project page: usage, limits and budget, its keys.
+      await page.click('[data-testid=top-projects] a');
+      await page.waitForSelector('h2:has-text("acme / web")');
+      await page.waitForSelector('[data-testid=keys-table]');
+      await shot(page, '05-project');
+
+      await open(page, 'Projects');
+      await shot(page, '06-projects');
+      await open(page, 'Models');
+      await page.waitForSelector('[data-testid=models-table] tbody tr');
+      await shot(page, '07-models');
+      await open(page, 'Upstreams');
+      await page.waitForSelector('[data-testid=upstreams-table]');
+      await shot(page, '08-upstreams');
+
+      // Revoke with a confirm; the SDK is refused at once.
+      await open(page, 'Keys');
+      const keyRow = page.locator('tr', { hasText: 'console-e2e' });
+      await keyRow.locator('[data-action=revoke]').click();
+      await keyRow.locator('[data-action=confirm-revoke]').click();
+      await keyRow.locator('.badge.revoked').waitFor();
+      const refused = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'still there?' }] }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(OpenAI.AuthenticationError);
+      await shot(page, '09-keys-revoked');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('shows a read token no write control, in dark mode too', async () => {
+    const { context, page } = await newPage('dark');
+    try {
+      await signIn(page, READ_TOKEN);
+      expect(await page.textContent('[data-testid=who]')).toContain('read-only');
+      await open(page, 'Keys');
+      await page.waitForSelector('[data-testid=keys-table]');
+      expect(await page.textContent('[data-testid=read-only-note]')).toContain('read role');
+      expect(await page.locator('form[aria-label="Create a key"]').count()).toBe(0);
+      expect(await page.locator('[data-action=revoke]').count()).toBe(0);
+      await shot(page, '10-keys-read-only-dark');
+      await open(page, 'Overview');
+      await shot(page, '11-overview-dark');
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('logged no error, warning or CSP violation', () => {
+    expect(problems).toEqual([]);
+  });
+});
