@@ -7,6 +7,7 @@ import { expiryFlag, intFlag, UsageError } from './cli-flags.ts';
 import { missingCredentialsBlock } from './cli-notices.ts';
 import { createKey, listKeys, revokeKey } from './snapshot/config-keys.ts';
 import { adminPortFromEnv } from './telemetry/config.ts';
+import { loadAdminTokens } from './admin/tokens.ts';
 
 const USAGE = `usage:
   tollgate start [--config FILE] [--port N] [--host ADDR] [--admin-host ADDR]
@@ -93,6 +94,7 @@ async function main(argv: string[]): Promise<number> {
         listenBacklog: intFlag('TOLLGATE_LISTEN_BACKLOG', process.env.TOLLGATE_LISTEN_BACKLOG, 1, 2 ** 31),
         maxJournalBytes: intFlag('TOLLGATE_MAX_JOURNAL_BYTES', process.env.TOLLGATE_MAX_JOURNAL_BYTES, 1, 2 ** 53),
         adminPort: adminPortFromEnv(),
+        adminTokens: loadAdminTokens(process.env),
         pretty: process.stdout.isTTY === true && process.env.LOG_FORMAT !== 'json',
         redisUrl: process.env.REDIS_URL || undefined,
         redisPrefix: process.env.TOLLGATE_REDIS_PREFIX || undefined,

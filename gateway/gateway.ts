@@ -18,7 +18,11 @@ import { openStore, resolveDataDir } from './store/open.ts';
 import type { Store } from './store/store.ts';
 import { UpstreamClient } from './upstream/client.ts';
 import { bufferedAccessLogger } from './telemetry/access-log.ts';
-import { startAdminServer } from './telemetry/admin-server.ts';
+import { startAdminServer } from './admin/server.ts';
+import type { AdminServer } from './admin/server.ts';
+import type { AdminToken } from './admin/tokens.ts';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { observeUpstreams } from './resilience/metrics.ts';
 import { defaultRegistry } from './resilience/registry.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
@@ -55,6 +59,12 @@ export interface GatewayOptions {
   /** Admin server with /metrics (docs/observability.md); false or absent: none. The CLI reads TOLLGATE_ADMIN_PORT. */
   adminPort?: number | false;
   adminHost?: string;
+  /** Admin API tokens (docs/admin-api.md); the CLI reads TOLLGATE_ADMIN_TOKENS(_FILE). None: /admin/v1 answers 503. */
+  adminTokens?: readonly AdminToken[];
+  /** The built console served on the admin port (default: console/dist beside the gateway, when it exists). */
+  adminConsoleDir?: string;
+  /** The OpenAPI document served at /openapi.json on the admin port (wired where the document builder exists). */
+  openapi?: () => object;
   /** Shared rate-limit and budget counters (docs/limits.md); absent: in-process counters. The CLI reads REDIS_URL. */
   redisUrl?: string;
   /** Prefix of every Redis key (default "tollgate:"). */
@@ -80,6 +90,8 @@ export interface RunningGateway {
   telemetry: Telemetry;
   /** The admin server's base URL (GET /metrics), when it runs. */
   adminUrl?: string;
+  /** The admin server itself (its route list), when it runs. */
+  admin?: AdminServer;
   /** The addresses actually bound, as `host:port`. */
   listening: { api: string; admin?: string };
   /**
@@ -89,6 +101,9 @@ export interface RunningGateway {
    */
   close(drainMs?: number): Promise<void>;
 }
+
+/** Where the build puts the console (console/dist at the repository root). */
+export const DEFAULT_CONSOLE_DIR = fileURLToPath(new URL('../console/dist/', import.meta.url));
 
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 // Node's default (511) overflows when thousands of streaming clients connect at once and the event loop is busy:
@@ -159,6 +174,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const app = buildServer(ctx, { maxBodyBytes: opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, logger: log, telemetry, bodyTimeouts: opts.bodyTimeouts });
   app.server.maxConnections = opts.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   let watcher: { close(): unknown };
+  let reload: (() => void) | undefined;
   let kube: KubeSource | undefined;
   try {
     if (opts.kubernetes) {
@@ -167,7 +183,9 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
       watcher = kube = startKubeSource({ ...opts.kubernetes, holder, log: app.log });
     } else {
       if (!opts.configPath) throw new Error('a config file or cluster mode is required');
-      watcher = watchSnapshotFile(opts.configPath, holder, app.log);
+      const file = watchSnapshotFile(opts.configPath, holder, app.log);
+      watcher = file;
+      reload = file.reload;
     }
   } catch (err) {
     await governor.close();
@@ -189,7 +207,20 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
     await telemetry.shutdown();
     throw listenError(err, host, port);
   }
-  const admin = opts.adminPort === undefined || opts.adminPort === false ? undefined : await startAdminServer({ port: opts.adminPort, host: opts.adminHost, prometheus: telemetry.prometheus, log, upstreams: () => defaultRegistry.view(holder.current?.generation) });
+  const upstreams = () => defaultRegistry.view(holder.current?.generation);
+  const admin =
+    opts.adminPort === undefined || opts.adminPort === false
+      ? undefined
+      : await startAdminServer({
+          port: opts.adminPort,
+          host: opts.adminHost,
+          prometheus: telemetry.prometheus,
+          log,
+          upstreams,
+          admin: { tokens: opts.adminTokens ?? [], holder, ledger, mode: opts.kubernetes ? 'kubernetes' : 'standalone', configPath: opts.kubernetes ? undefined : opts.configPath, reload, upstreams },
+          consoleDir: opts.adminConsoleDir ?? (existsSync(DEFAULT_CONSOLE_DIR) ? DEFAULT_CONSOLE_DIR : undefined),
+          openapi: opts.openapi,
+        });
   let closing: Promise<void> | undefined;
   const close = (drainMs?: number): Promise<void> =>
     (closing ??= (async () => {
@@ -219,7 +250,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   const api = `${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
   // A wildcard bind is reachable on loopback too; clients on this machine get a URL that works.
   const local = bound.address === '0.0.0.0' || bound.address === '::' ? `127.0.0.1:${bound.port}` : api;
-  return { app, url: `http://${local}`, holder, ledger, store, kube, telemetry, adminUrl: admin?.url, listening: { api, admin: admin?.bound }, close };
+  return { app, url: `http://${local}`, holder, ledger, store, kube, telemetry, adminUrl: admin?.url, admin, listening: { api, admin: admin?.bound }, close };
 }
 
 function listenError(err: unknown, host: string, port: number): Error {

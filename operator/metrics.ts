@@ -1,8 +1,8 @@
 // The operator's metrics (issue 7): reconciles by kind and result, the snapshot it writes, keys, invalid resources.
 // The operator calls these; startOperatorTelemetry() gives it the same /metrics admin endpoint as the gateway.
 import type { Counter, Gauge, Histogram, Meter } from '@opentelemetry/api';
-import type { AdminLogger, AdminServer } from '../gateway/telemetry/admin-server.ts';
-import { startAdminServer } from '../gateway/telemetry/admin-server.ts';
+import type { AdminLogger, AdminServer } from '../gateway/admin/server.ts';
+import { startAdminServer } from '../gateway/admin/server.ts';
 import { createTelemetry } from '../gateway/telemetry/telemetry.ts';
 import type { Telemetry } from '../gateway/telemetry/telemetry.ts';
 

@@ -15,7 +15,8 @@ export interface ChargeContext {
   billing: BillingRule;
 }
 
-export function charge(ctx: ChargeContext, target: UpstreamTarget, usage: Usage, now = Date.now(), attempts = 1): LedgerRow {
+/** `status` is what the client was answered; `latencyMs` the time since the request arrived (both recorded when known). */
+export function charge(ctx: ChargeContext, target: UpstreamTarget, usage: Usage, now = Date.now(), attempts = 1, status?: number, latencyMs?: number): LedgerRow {
   const cost = priceUsage(ctx.model.pricing, usage, ctx.key.organization.discount, ctx.billing);
   return {
     requestId: ctx.requestId,
@@ -41,5 +42,8 @@ export function charge(ctx: ChargeContext, target: UpstreamTarget, usage: Usage,
     originalCost: cost.originalCost,
     detail: usage.detail,
     attempts,
+    status,
+    latencyMs: latencyMs === undefined ? undefined : Math.round(latencyMs),
+    keyPrefix: ctx.key.prefix,
   };
 }

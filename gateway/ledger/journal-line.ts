@@ -39,5 +39,9 @@ export function checkRow(value: unknown): LedgerRow {
     if (typeof v !== 'string') throw new Error(`${f}: not a decimal string`);
     if (!isDecimalText(v)) throw new Error(`${f}: not a non-negative decimal: ${JSON.stringify(v)}`);
   }
+  // Optional: lines journaled before these fields existed replay without them (stored as NULL).
+  if (row.status !== undefined && !(Number.isInteger(row.status) && (row.status as number) >= 0 && (row.status as number) <= 32767)) throw new Error('status: not an HTTP status');
+  if (row.latencyMs !== undefined && !(Number.isInteger(row.latencyMs) && (row.latencyMs as number) >= 0 && (row.latencyMs as number) <= 2147483647)) throw new Error('latencyMs: not a non-negative integer');
+  if (row.keyPrefix !== undefined && (typeof row.keyPrefix !== 'string' || row.keyPrefix.includes('\u0000'))) throw new Error('keyPrefix: not a string without NUL');
   return row as unknown as LedgerRow;
 }

@@ -12,6 +12,8 @@ import type { RetryPolicy } from './retry-delay.ts';
 import type { UsageReport, UsageReportQuery } from './report-types.ts';
 import type { LedgerRow } from './row.ts';
 import { usageReport } from './usage-report.ts';
+import { adminUsage, recentRequests } from './admin-queries.ts';
+import type { AdminUsage, AdminUsageQuery, RecentRequest, RecentRequestsQuery } from './admin-queries.ts';
 import { writeUsageBatch } from './writer.ts';
 
 export interface LedgerOptions {
@@ -48,6 +50,10 @@ export interface Ledger {
   record(row: LedgerRow): Promise<void>;
   health(): JournalHealth;
   usageReport(q: UsageReportQuery): Promise<UsageReport>;
+  /** The admin API's usage view (any organization, project, key or model; hour or day buckets). */
+  adminUsage(q: AdminUsageQuery): Promise<AdminUsage>;
+  /** The admin API's recent requests, newest first. */
+  recentRequests(q: RecentRequestsQuery): Promise<{ rows: RecentRequest[]; more: boolean }>;
   /** Moves everything recorded so far into the database. */
   flush(): Promise<void>;
   /** Stops taking rows and drains within closeTimeoutMs; whatever is left replays at next start. */
@@ -75,6 +81,8 @@ export function createLedger(options: LedgerOptions): Ledger {
     record: (row) => journal.record(row),
     health: () => journal.health(),
     usageReport: (q) => usageReport(store, q),
+    adminUsage: (q) => adminUsage(store, q),
+    recentRequests: (q) => recentRequests(store, q),
     flush: () => journal.flush(),
     close: () => journal.close(options.closeTimeoutMs ?? 5_000),
   };

@@ -29,6 +29,12 @@ export interface LedgerRow {
   detail: unknown;
   /** Upstream attempts the request took (retries and fallbacks included); absent in rows journaled before it existed. */
   attempts?: number;
+  /** HTTP status the client got; absent in rows journaled before it existed (as are the next two). */
+  status?: number;
+  /** Milliseconds from the request's arrival until its row was recorded (the answer's last bytes follow at once). */
+  latencyMs?: number;
+  /** The key's display prefix (sk_live_Ab3dEf), for views that show which key without a lookup. */
+  keyPrefix?: string;
 }
 
 /** The fields stored as Postgres text (which cannot hold NUL). */

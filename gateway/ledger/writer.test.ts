@@ -33,6 +33,9 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
       originalCost: '0.00000020',
       detail: { quote: 'a"b\\c', nested: [1, null, { x: '{}' }] },
       attempts: 3,
+      status: 200,
+      latencyMs: 1234,
+      keyPrefix: 'sk_live_Ab3dEf',
     });
     expect(await writeUsageBatch(store, [row])).toBe(1);
     const { rows } = await store.query<Record<string, unknown>>('SELECT * FROM usage_events WHERE request_id = $1', [row.requestId]);
@@ -60,7 +63,18 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
       original_cost: '0.00000020',
       detail: { quote: 'a"b\\c', nested: [1, null, { x: '{}' }] },
       attempts: 3,
+      status: 200,
+      latency_ms: 1234,
+      key_prefix: 'sk_live_Ab3dEf',
     });
+  });
+
+  it('stores NULL status, latency and key prefix for rows journaled before they existed', async () => {
+    const { store } = db();
+    const row = ledgerRow({ project: freshProject() });
+    expect(await writeUsageBatch(store, [row])).toBe(1);
+    const { rows } = await store.query('SELECT status, latency_ms, key_prefix FROM usage_events WHERE request_id = $1', [row.requestId]);
+    expect(rows[0]).toEqual({ status: null, latency_ms: null, key_prefix: null });
   });
 
   it('counts cache reads as explicit only when the upstream caching is explicit', async () => {
@@ -118,6 +132,7 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
         ledgerRow({
           project,
           organization: 'org-r',
+          apiKeyId: `${project}-k${i % 3}`,
           occurredAt: T0 + ((i * 7_919_000) % (5 * HOUR_MS)),
           clientModel: models[i % 4],
           modelId: `id-${models[i % 4] || 'fallback'}`,
@@ -150,6 +165,19 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(rollup.rows).toEqual(raw.rows);
     // The empty client model falls back to the configured model id.
     expect(rollup.rows.map((r) => (r as { model: string }).model)).toContain('id-fallback');
+    // The per-key rollup, written by the same statement, holds the same sums per key.
+    const byKey = await store.query(`SELECT api_key_id, hour, client_model AS model, organization, project, ${cols} FROM usage_hourly_keys WHERE project = $1 ORDER BY 1, 2, 3`, [project]);
+    const rawByKey = await store.query(
+      `SELECT api_key_id, to_timestamp(floor(extract(epoch FROM occurred_at) / 3600) * 3600) AS hour,
+              coalesce(nullif(client_model, ''), model_id) AS model, max(organization) AS organization, max(project) AS project,
+              sum(input) AS input, sum(output) AS output, sum(cache_read) AS cache_read, sum(cache_write) AS cache_write,
+              sum(cache_explicit_read) AS cache_explicit_read, sum(reasoning) AS reasoning, sum(artifacts) AS artifacts,
+              count(*) AS request_count, sum(cost_points) AS cost_points, sum(original_cost) AS original_cost
+       FROM usage_events WHERE project = $1 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+      [project],
+    );
+    expect(byKey.rows.length).toBeGreaterThan(20);
+    expect(byKey.rows).toEqual(rawByKey.rows);
   });
 
   it('stores what jsonb cannot hold (NUL, a lone surrogate) as U+FFFD instead of losing the row', async () => {

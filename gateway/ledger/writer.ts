@@ -1,5 +1,5 @@
 // Writes a batch of ledger rows in ONE statement: raw insert (exactly once by request_id) and
-// the hourly rollup of exactly the rows that were new, so replays change nothing.
+// the hourly rollups (per project and per key) of exactly the rows that were new, so replays change nothing.
 import type { Queryable } from '../store/store.ts';
 import { TEXT_FIELDS } from './row.ts';
 import type { LedgerRow } from './row.ts';
@@ -15,18 +15,42 @@ WITH ins AS (
   INSERT INTO usage_events (request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
     provider, upstream_model, endpoint, stream,
     input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read,
-    estimated, cost_points, original_cost, detail, attempts)
+    estimated, cost_points, original_cost, detail, attempts, status, latency_ms, key_prefix)
   SELECT e->>0, timestamptz 'epoch' + trunc((e->>1)::float8) * interval '1 millisecond', e->>2, e->>3, e->>4, e->>5, e->>6,
     e->>7, e->>8, e->>9, (e->>10)::boolean,
     (e->>11)::bigint, (e->>12)::bigint, (e->>13)::bigint, (e->>14)::bigint, (e->>15)::bigint, (e->>16)::bigint,
     CASE WHEN (e->>17)::boolean THEN (e->>13)::bigint ELSE 0 END,
-    (e->>18)::boolean, (e->>19)::numeric, (e->>20)::numeric, e->21, coalesce((e->>22)::smallint, 1)
+    (e->>18)::boolean, (e->>19)::numeric, (e->>20)::numeric, e->21, coalesce((e->>22)::smallint, 1),
+    (e->>23)::smallint, (e->>24)::integer, e->>25
   FROM jsonb_array_elements($1::jsonb) AS e
   ON CONFLICT (request_id, occurred_at) DO NOTHING
   RETURNING project, date_trunc('hour', occurred_at, 'UTC') AS hour,
     -- The model a report groups by: what the client sent, else the configured model id.
-    coalesce(nullif(client_model, ''), model_id) AS model, organization,
+    coalesce(nullif(client_model, ''), model_id) AS model, organization, api_key_id,
     input, output, cache_read, cache_write, cache_explicit_read, reasoning, artifacts, cost_points, original_cost
+),
+-- The same new rows per key (the admin API's usage views); runs to completion though nothing reads its output.
+by_key AS (
+  INSERT INTO usage_hourly_keys AS k (api_key_id, hour, client_model, organization, project,
+    input, output, cache_read, cache_write, cache_explicit_read, reasoning, artifacts,
+    request_count, cost_points, original_cost)
+  SELECT api_key_id, hour, model, max(organization), max(project),
+    sum(input), sum(output), sum(cache_read), sum(cache_write), sum(cache_explicit_read),
+    sum(reasoning), sum(artifacts), count(*), sum(cost_points), sum(original_cost)
+  FROM ins
+  GROUP BY api_key_id, hour, model
+  ORDER BY api_key_id COLLATE "C", hour, model COLLATE "C"
+  ON CONFLICT (api_key_id, hour, client_model) DO UPDATE SET
+    input = k.input + EXCLUDED.input,
+    output = k.output + EXCLUDED.output,
+    cache_read = k.cache_read + EXCLUDED.cache_read,
+    cache_write = k.cache_write + EXCLUDED.cache_write,
+    cache_explicit_read = k.cache_explicit_read + EXCLUDED.cache_explicit_read,
+    reasoning = k.reasoning + EXCLUDED.reasoning,
+    artifacts = k.artifacts + EXCLUDED.artifacts,
+    request_count = k.request_count + EXCLUDED.request_count,
+    cost_points = k.cost_points + EXCLUDED.cost_points,
+    original_cost = k.original_cost + EXCLUDED.original_cost
 )
 INSERT INTO usage_hourly AS h (project, hour, client_model, organization,
   input, output, cache_read, cache_write, cache_explicit_read, reasoning, artifacts,
@@ -57,6 +81,8 @@ function toPositional(r: LedgerRow): unknown[] {
     r.provider, r.upstreamModel, r.endpoint, r.stream,
     String(r.input), String(r.output), String(r.cacheRead), String(r.cacheWrite), String(r.reasoning), String(r.artifacts), r.explicitCache,
     r.estimated, r.costPoints, r.originalCost, r.detail ?? null, r.attempts ?? 1,
+    // Absent on rows journaled before the admin view existed: stored as NULL.
+    r.status ?? null, r.latencyMs ?? null, r.keyPrefix ?? null,
   ];
 }
 
@@ -80,6 +106,7 @@ export async function writeUsageBatch(q: Queryable, rows: readonly LedgerRow[]):
 function storable(r: LedgerRow): LedgerRow {
   const out = { ...r, detail: wellFormed(r.detail) };
   for (const k of TEXT_FIELDS) out[k] = r[k].toWellFormed();
+  if (r.keyPrefix !== undefined) out.keyPrefix = r.keyPrefix.toWellFormed();
   return out;
 }
 

@@ -161,7 +161,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
     // A deadline while the body is read is a timeout (504); a cut after the headers, a broken answer.
     if (!gone()) throw isTimeout(err) ? upstreamError(err, target.provider.id) : new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" broke off its answer.`);
     // The client left and the provider cut us off too: bill the request side we know.
-    await bill(deps, tel, charge(call, target, estimateUsage(call.requestBytes, 0), undefined, attempts));
+    await bill(deps, tel, charge(call, target, estimateUsage(call.requestBytes, 0), undefined, attempts, res.statusCode, reply.elapsedTime));
     return;
   }
   // Pass-through answers go out as the upstream sent them: unless something needs the whole parsed body (a
@@ -176,7 +176,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
   }
   tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
-  const row = charge(call, target, usage, undefined, attempts);
+  const row = charge(call, target, usage, undefined, attempts, res.statusCode, reply.elapsedTime);
   await bill(deps, tel, row);
   if (gone()) return;
   if (call.convert) {
@@ -262,7 +262,7 @@ async function relayStream(
     if (usage.estimated && usage.input === 0 && usage.output === 0 && usage.artifacts === 0) usage = estimateUsage(call.requestBytes, bytes);
     // Cut or aborted before the terminal event: what we saw is not what the provider will bill.
     else if (!tap.meter.done && !usage.estimated) usage = { ...usage, estimated: true };
-    return bill(deps, tel, charge(call, target, usage, undefined, attempts));
+    return bill(deps, tel, charge(call, target, usage, undefined, attempts, res.statusCode, reply.elapsedTime));
   };
   // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
   // client socket pauses the upstream until it drains.

@@ -21,8 +21,17 @@ export function readSnapshotFile(path: string): Snapshot {
   return parseSnapshot(data ?? {}, path);
 }
 
+export interface FileSource {
+  close(): void;
+  /**
+   * Loads the file now (throws when it is rejected): a writer in this process (the admin API) calls it after its
+   * rename so its answer follows the new snapshot, instead of waiting for the watcher's debounce.
+   */
+  reload(): void;
+}
+
 /** Loads once (throwing when the first load fails) and then reloads on every change of the file. */
-export function watchSnapshotFile(path: string, holder: SnapshotHolder, log: Logger, opts: CompileOptions = {}): { close(): void } {
+export function watchSnapshotFile(path: string, holder: SnapshotHolder, log: Logger, opts: CompileOptions = {}): FileSource {
   const file = resolve(path);
   const load = (): void => {
     const snap = compileSnapshot(readSnapshotFile(file), { ...opts, warn: (m) => log.warn({ config: file }, m) });
@@ -45,6 +54,7 @@ export function watchSnapshotFile(path: string, holder: SnapshotHolder, log: Log
     }, 50);
   });
   return {
+    reload: load,
     close() {
       clearTimeout(timer);
       watcher.close();

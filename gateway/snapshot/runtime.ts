@@ -6,7 +6,7 @@ import type { CompiledPricing } from '../billing/pricing.ts';
 import { compilePricing } from '../billing/pricing.ts';
 import type { KeyGovernance, OrgGovernance } from '../governance/rules.ts';
 import { compileKeyGovernance, compileOrgGovernance, compileScope } from '../governance/rules.ts';
-import type { Model, Protocol, Provider, Snapshot } from './schema.ts';
+import type { ApiKey, Model, Organization, PricingGroup, Protocol, Provider, Snapshot } from './schema.ts';
 import { PROTOCOLS } from './schema.ts';
 import type { RoutingPolicy } from '../resilience/policy.ts';
 import { compilePolicy } from '../resilience/policy.ts';
@@ -23,6 +23,8 @@ export interface RuntimeProvider {
   abortOnDisconnect: boolean;
   /** Largest JSON answer read whole; undefined: the protocol's default. */
   maxResponseBytes?: number;
+  /** As configured (read by the admin API's views, never on the request path). */
+  config: Provider;
 }
 
 export interface UpstreamTarget {
@@ -54,6 +56,8 @@ export interface RuntimeOrganization {
   governance: OrgGovernance | undefined;
   /** A model name or alias to its canonical id, for per-model limits. */
   resolveModel(name: string): string | undefined;
+  /** As configured (read by the admin API's views, never on the request path). */
+  config: Organization;
 }
 
 export interface RuntimeKey {
@@ -65,6 +69,8 @@ export interface RuntimeKey {
   expiresAtMs: number | undefined;
   /** Every limit and budget that applies to this key's requests; undefined when none do (the governor is skipped). */
   governance: KeyGovernance | undefined;
+  /** As configured (read by the admin API's views, never on the request path). */
+  config: ApiKey;
 }
 
 export interface RuntimeSnapshot {
@@ -76,6 +82,8 @@ export interface RuntimeSnapshot {
   keysByHash: ReadonlyMap<string, RuntimeKey>;
   organizations: ReadonlyMap<string, RuntimeOrganization>;
   providers: ReadonlyMap<string, RuntimeProvider>;
+  /** As configured, by id (the admin API's view). */
+  pricingGroups: ReadonlyMap<string, PricingGroup>;
 }
 
 export interface CompileOptions {
@@ -89,7 +97,7 @@ export function snapshotVersion(s: Snapshot): string {
 }
 
 /** Everything but the keys: what a change to one key shard leaves as it is (cluster mode reuses it). */
-export type RuntimeBase = Pick<RuntimeSnapshot, 'models' | 'byName' | 'organizations' | 'providers'>;
+export type RuntimeBase = Pick<RuntimeSnapshot, 'models' | 'byName' | 'organizations' | 'providers' | 'pricingGroups'>;
 
 export function compileSnapshot(s: Snapshot, opts: CompileOptions = {}): RuntimeSnapshot {
   const base = compileBase(s, opts);
@@ -125,6 +133,7 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
       timeouts: p.timeouts,
       abortOnDisconnect: p.onClientDisconnect === 'abort',
       maxResponseBytes: p.maxResponseBytes,
+      config: p,
     });
   }
   const pricing = new Map(s.pricingGroups.map((g) => [g.id, compilePricing(g)]));
@@ -162,9 +171,10 @@ export function compileBase(s: Omit<Snapshot, 'apiKeys'>, opts: CompileOptions =
       prefixes: o.models.filter((x) => x.endsWith('*') && x !== '*').map((x) => x.slice(0, -1)),
       governance: compileOrgGovernance(o, resolve, opts.warn),
       resolveModel: resolve,
+      config: o,
     });
   }
-  return { models, byName, organizations, providers };
+  return { models, byName, organizations, providers, pricingGroups: new Map(s.pricingGroups.map((g) => [g.id, g])) };
 }
 
 function firstProvider(m: Model): string | undefined {
@@ -187,6 +197,7 @@ export function compileKeys(keys: Snapshot['apiKeys'], organizations: ReadonlyMa
       disabled: k.disabled,
       expiresAtMs: k.expiresAt ? Date.parse(k.expiresAt) : undefined,
       governance: keyGovernance(k, organizations.get(k.organization)!),
+      config: k,
     },
   ]);
 }

@@ -30,6 +30,7 @@ beforeAll(async () => {
     baseUrl: `http://127.0.0.1:${port}`,
     credential: 'sk-test',
     headers: {},
+    config: { id: 'p', baseUrl: `http://127.0.0.1:${port}`, timeouts: { connectMs: 1000, firstByteMs: 1000, idleMs: 1000, totalMs: 1000 }, onClientDisconnect: 'continue' },
     timeouts: { connectMs: 5000, firstByteMs: 5000, idleMs: 5000, totalMs: 10_000 },
     abortOnDisconnect: false,
   };

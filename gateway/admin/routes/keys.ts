@@ -1,0 +1,116 @@
+// API keys: list, get, create (the secret shown once), patch, revoke. Writes edit the standalone config file.
+import { z } from 'zod';
+import { createKey, patchKey, revokeKey } from '../../snapshot/config-keys.ts';
+import { budgetSchema } from '../../governance/limits-schema.ts';
+import { AdminError } from '../errors.ts';
+import { adminRoute, page, snapshotOf } from '../route.ts';
+import type { AdminContext } from '../route.ts';
+import { createdKeySchema, errorSchema, keySchema, keyStateSchema, limitsSchema, listOf, listQuery, slugSchema } from '../schemas.ts';
+import { allKeys, editConfig, findKey, keyState, keyView } from '../views.ts';
+
+const idParams = z.object({ id: z.string().min(1).max(253) });
+const errors = { 401: { description: 'No or wrong token.', schema: errorSchema } };
+const writeErrors = {
+  ...errors,
+  400: { description: 'Invalid input.', schema: errorSchema },
+  403: { description: 'A read-only token, or a cross-site request.', schema: errorSchema },
+  405: { description: 'Read-only here (Kubernetes: change the custom resources).', schema: errorSchema },
+  415: { description: 'A body that is not application/json.', schema: errorSchema },
+};
+const datetime = z.iso.datetime({ offset: true });
+
+function keyOrFail(ctx: AdminContext, id: string) {
+  const k = findKey(snapshotOf(ctx), id);
+  if (!k) throw new AdminError('not_found', `No key "${id}".`);
+  return keyView(k.config);
+}
+
+export const keyRoutes = [
+  adminRoute(
+    {
+      method: 'GET',
+      path: '/admin/v1/keys',
+      port: 'admin',
+      operationId: 'listAdminKeys',
+      summary: 'API keys, ordered by id, filtered by organization, project and state.',
+      tags: ['admin'],
+      security: 'adminRead',
+      query: z.object({ ...listQuery, organization: z.string().optional(), project: z.string().optional(), state: keyStateSchema.optional() }),
+      responses: { 200: { description: 'A page of keys.', schema: listOf(keySchema) }, ...errors },
+    },
+    (ctx, { query }) => {
+      const now = Date.now();
+      const keys = allKeys(snapshotOf(ctx)).filter((k) => (query.organization === undefined || k.organization === query.organization) && (!query.project || k.project === query.project) && (query.state === undefined || keyState(k, now) === query.state));
+      const p = page(keys, query.limit, query.cursor);
+      return { body: { data: p.data.map((k) => keyView(k, now)), next_cursor: p.next_cursor } };
+    },
+  ),
+  adminRoute(
+    {
+      method: 'GET',
+      path: '/admin/v1/keys/:id',
+      port: 'admin',
+      operationId: 'getAdminKey',
+      summary: 'One API key.',
+      tags: ['admin'],
+      security: 'adminRead',
+      params: idParams,
+      responses: { 200: { description: 'The key.', schema: keySchema }, 404: { description: 'No such key.', schema: errorSchema }, ...errors },
+    },
+    (ctx, { params }) => ({ body: keyOrFail(ctx, params.id), target: params.id }),
+  ),
+  adminRoute(
+    {
+      method: 'POST',
+      path: '/admin/v1/keys',
+      port: 'admin',
+      operationId: 'createAdminKey',
+      summary: 'Creates an API key; the answer holds its secret, shown this once.',
+      tags: ['admin'],
+      security: 'adminWrite',
+      body: z.object({ organization: slugSchema, project: slugSchema, name: z.string().max(200).optional(), expiresAt: datetime.optional() }).strict(),
+      responses: { 201: { description: 'The key and its secret.', schema: createdKeySchema }, 404: { description: 'No such organization.', schema: errorSchema }, 422: { description: 'The change would make the configuration invalid.', schema: errorSchema }, ...writeErrors },
+    },
+    (ctx, { body }) => {
+      const made = editConfig(ctx, (path) => createKey(path, body));
+      return { status: 201, body: { key: keyOrFail(ctx, made.id), secret: made.key }, headers: { 'cache-control': 'no-store' }, target: made.id };
+    },
+  ),
+  adminRoute(
+    {
+      method: 'PATCH',
+      path: '/admin/v1/keys/:id',
+      port: 'admin',
+      operationId: 'patchAdminKey',
+      summary: 'Renames a key, sets or clears its expiry, limits and budget (null clears).',
+      tags: ['admin'],
+      security: 'adminWrite',
+      params: idParams,
+      body: z.object({ name: z.string().max(200).nullable().optional(), expiresAt: datetime.nullable().optional(), limits: limitsSchema.nullable().optional(), budget: budgetSchema.nullable().optional() }).strict(),
+      responses: { 200: { description: 'The key.', schema: keySchema }, 404: { description: 'No such key.', schema: errorSchema }, 422: { description: 'The change would make the configuration invalid.', schema: errorSchema }, ...writeErrors },
+    },
+    (ctx, { params, body }) => {
+      editConfig(ctx, (path) => patchKey(path, params.id, body));
+      return { body: keyOrFail(ctx, params.id), target: params.id };
+    },
+  ),
+  adminRoute(
+    {
+      method: 'POST',
+      path: '/admin/v1/keys/:id/revoke',
+      port: 'admin',
+      operationId: 'revokeAdminKey',
+      summary: 'Revokes a key at once (idempotent).',
+      tags: ['admin'],
+      security: 'adminWrite',
+      params: idParams,
+      responses: { 200: { description: 'The key, revoked.', schema: keySchema }, 404: { description: 'No such key.', schema: errorSchema }, ...writeErrors },
+    },
+    (ctx, { params }) => {
+      // By id only: the CLI also takes a prefix, which an API caller could mistype into another key.
+      if (!findKey(snapshotOf(ctx), params.id)) throw new AdminError('not_found', `No key "${params.id}".`);
+      editConfig(ctx, (path) => revokeKey(path, params.id));
+      return { body: keyOrFail(ctx, params.id), target: params.id };
+    },
+  ),
+];

@@ -1,0 +1,122 @@
+// Organizations: list, get, create, patch (models, limits, budget). Projects: list and set limits and budget.
+import { z } from 'zod';
+import { createOrganization, patchOrganization, patchProject } from '../../snapshot/config-keys.ts';
+import { budgetSchema } from '../../governance/limits-schema.ts';
+import { adminRoute, page, snapshotOf } from '../route.ts';
+import { errorSchema, limitsSchema, listOf, listQuery, organizationSchema, projectSchema, slugSchema } from '../schemas.ts';
+import { editConfig, organizationView, projectViews } from '../views.ts';
+
+const errors = { 401: { description: 'No or wrong token.', schema: errorSchema } };
+const writeErrors = {
+  ...errors,
+  400: { description: 'Invalid input.', schema: errorSchema },
+  403: { description: 'A read-only token, or a cross-site request.', schema: errorSchema },
+  405: { description: 'Read-only here (Kubernetes: change the custom resources).', schema: errorSchema },
+  415: { description: 'A body that is not application/json.', schema: errorSchema },
+  422: { description: 'The change would make the configuration invalid.', schema: errorSchema },
+};
+const models = z.array(z.string().min(1)).max(1000);
+
+export const organizationRoutes = [
+  adminRoute(
+    {
+      method: 'GET',
+      path: '/admin/v1/organizations',
+      port: 'admin',
+      operationId: 'listAdminOrganizations',
+      summary: 'Organizations, ordered by id.',
+      tags: ['admin'],
+      security: 'adminRead',
+      query: z.object(listQuery),
+      responses: { 200: { description: 'A page of organizations.', schema: listOf(organizationSchema) }, ...errors },
+    },
+    (ctx, { query }) => {
+      const s = snapshotOf(ctx);
+      const ids = [...s.organizations.keys()].sort();
+      const p = page(ids, query.limit, query.cursor);
+      return { body: { data: p.data.map((id) => organizationView(s, id)), next_cursor: p.next_cursor } };
+    },
+  ),
+  adminRoute(
+    {
+      method: 'GET',
+      path: '/admin/v1/organizations/:id',
+      port: 'admin',
+      operationId: 'getAdminOrganization',
+      summary: 'One organization.',
+      tags: ['admin'],
+      security: 'adminRead',
+      params: z.object({ id: z.string().min(1).max(253) }),
+      responses: { 200: { description: 'The organization.', schema: organizationSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...errors },
+    },
+    (ctx, { params }) => ({ body: organizationView(snapshotOf(ctx), params.id), target: params.id }),
+  ),
+  adminRoute(
+    {
+      method: 'POST',
+      path: '/admin/v1/organizations',
+      port: 'admin',
+      operationId: 'createAdminOrganization',
+      summary: 'Creates an organization.',
+      tags: ['admin'],
+      security: 'adminWrite',
+      body: z.object({ id: slugSchema, models: models.optional(), limits: limitsSchema.optional(), budget: budgetSchema.optional() }).strict(),
+      responses: { 201: { description: 'The organization.', schema: organizationSchema }, 409: { description: 'It exists already.', schema: errorSchema }, ...writeErrors },
+    },
+    (ctx, { body }) => {
+      editConfig(ctx, (path) => createOrganization(path, body.id, body));
+      return { status: 201, body: organizationView(snapshotOf(ctx), body.id), target: body.id };
+    },
+  ),
+  adminRoute(
+    {
+      method: 'PATCH',
+      path: '/admin/v1/organizations/:id',
+      port: 'admin',
+      operationId: 'patchAdminOrganization',
+      summary: 'Sets an organization\'s models, limits and budget (null removes).',
+      tags: ['admin'],
+      security: 'adminWrite',
+      params: z.object({ id: z.string().min(1).max(253) }),
+      body: z.object({ models: models.nullable().optional(), limits: limitsSchema.nullable().optional(), budget: budgetSchema.nullable().optional() }).strict(),
+      responses: { 200: { description: 'The organization.', schema: organizationSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...writeErrors },
+    },
+    (ctx, { params, body }) => {
+      editConfig(ctx, (path) => patchOrganization(path, params.id, body));
+      return { body: organizationView(snapshotOf(ctx), params.id), target: params.id };
+    },
+  ),
+  adminRoute(
+    {
+      method: 'GET',
+      path: '/admin/v1/projects',
+      port: 'admin',
+      operationId: 'listAdminProjects',
+      summary: 'Projects an organization lists or a key names, ordered by organization and id.',
+      tags: ['admin'],
+      security: 'adminRead',
+      query: z.object({ ...listQuery, organization: z.string().optional() }),
+      responses: { 200: { description: 'A page of projects.', schema: listOf(projectSchema) }, ...errors },
+    },
+    (ctx, { query }) => ({ body: page(projectViews(snapshotOf(ctx), query.organization), query.limit, query.cursor) }),
+  ),
+  adminRoute(
+    {
+      method: 'PATCH',
+      path: '/admin/v1/projects/:organization/:id',
+      port: 'admin',
+      operationId: 'patchAdminProject',
+      summary: 'Sets a project\'s limits and budget (null removes); adds the project to its organization if absent.',
+      tags: ['admin'],
+      security: 'adminWrite',
+      params: z.object({ organization: z.string().min(1).max(253), id: slugSchema }),
+      body: z.object({ limits: limitsSchema.nullable().optional(), budget: budgetSchema.nullable().optional() }).strict(),
+      responses: { 200: { description: 'The project.', schema: projectSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...writeErrors },
+    },
+    (ctx, { params, body }) => {
+      editConfig(ctx, (path) => patchProject(path, params.organization, params.id, body));
+      const p = projectViews(snapshotOf(ctx), params.organization).find((x) => x.id === params.id)!;
+      return { body: p, target: `${params.organization}/${params.id}` };
+    },
+  ),
+];
