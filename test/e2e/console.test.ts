@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAdminTokens } from '../../gateway/admin/tokens.ts';
 import { buildConsole } from '../../scripts/build-console.ts';
 import type { TestGateway } from '../support/gateway.ts';
 import { startTestGateway } from '../support/gateway.ts';
@@ -37,6 +38,10 @@ async function newPage(scheme: 'light' | 'dark' = 'light'): Promise<{ context: B
   });
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   page.on('requestfailed', (r) => problems.push(`requestfailed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+  // The answer behind a "Failed to load resource" line, so a failure names its URL and the API's message.
+  page.on('response', async (r) => {
+    if (r.status() >= 400) problems.push(`http ${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}${new URL(r.url()).search}: ${(await r.text().catch(() => '')).slice(0, 300)}`);
+  });
   return { context, page };
 }
 
@@ -73,8 +78,9 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   consoleDir = mkdtempSync(join(tmpdir(), 'tg-console-dist-'));
   await buildConsole({ outDir: consoleDir });
-  process.env.TOLLGATE_ADMIN_TOKENS = `ops:write:${WRITE_TOKEN},viewer:read:${READ_TOKEN}`;
-  t = await startTestGateway({ gateway: { adminPort: 0, adminHost: '127.0.0.1', consoleDir } as never });
+  // The same text TOLLGATE_ADMIN_TOKENS holds, parsed as the CLI parses it.
+  const adminTokens = parseAdminTokens(`ops:write:${WRITE_TOKEN},viewer:read:${READ_TOKEN}`, 'TOLLGATE_ADMIN_TOKENS');
+  t = await startTestGateway({ gateway: { adminPort: 0, adminHost: '127.0.0.1', adminConsoleDir: consoleDir, adminTokens } });
   admin = t.gw.adminUrl!;
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
 }, 90_000);
@@ -82,7 +88,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await t?.close();
-  delete process.env.TOLLGATE_ADMIN_TOKENS;
   if (consoleDir) rmSync(consoleDir, { recursive: true, force: true });
 });
 
@@ -103,7 +108,7 @@ describe('console', () => {
     expect(js.headers.get('content-type')).toMatch(/javascript/);
   });
 
-  it('signs in, creates a key, bills its call exactly, charts it, revokes it', async () => {
+  it('signs in, creates a key, bills its call exactly, charts it, revokes it', { timeout: 120_000 }, async () => {
     const { context, page } = await newPage();
     try {
       // A wrong token is refused on the page.
@@ -112,6 +117,10 @@ describe('console', () => {
       await page.fill('input[name=token]', 'tga_wrong');
       await page.click('form[aria-label="Sign in"] button[type=submit]');
       await expect.poll(() => page.textContent('[role=alert]')).toContain('not valid');
+      // That refusal is the one error the page may log.
+      await expect.poll(() => problems.filter((p) => p.includes('401')).length).toBe(2);
+      expect(problems.every((p) => p.includes('401') && !p.includes('tga_wrong'))).toBe(true);
+      problems.length = 0;
 
       await signIn(page, WRITE_TOKEN);
       expect(await page.textContent('[data-testid=who]')).toContain('read-write');
@@ -192,7 +201,7 @@ describe('console', () => {
     }
   });
 
-  it('shows a read token no write control, in dark mode too', async () => {
+  it('shows a read token no write control, in dark mode too', { timeout: 60_000 }, async () => {
     const { context, page } = await newPage('dark');
     try {
       await signIn(page, READ_TOKEN);
