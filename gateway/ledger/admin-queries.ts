@@ -63,7 +63,7 @@ FROM (
     (occurred_at >= $6::timestamptz AND occurred_at < $7::timestamptz)) AND ${FILTERS}
 ) u
 GROUP BY 1, 2
-ORDER BY 1, sum(cost_points) DESC, 2 COLLATE "C"`;
+ORDER BY 1, sum(cost_points) DESC, ${group} COLLATE "C"`;
 }
 
 interface UsageSqlRow {
