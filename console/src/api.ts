@@ -75,5 +75,6 @@ export async function signIn(candidate: string): Promise<Session> {
 
 export const get = <T>(path: string, query?: Query): Promise<T> => call<T>('GET', path, { query });
 export const list = <T>(path: string, query?: Query): Promise<Page<T>> => call<Page<T>>('GET', path, { query });
-export const post = <T>(path: string, body?: unknown): Promise<T> => call<T>('POST', path, { body: body ?? {} });
+// A POST without a body (revoke) sends none: the admin API refuses a body where the call takes none.
+export const post = <T>(path: string, body?: unknown): Promise<T> => call<T>('POST', path, { body });
 export const patch = <T>(path: string, body: unknown): Promise<T> => call<T>('PATCH', path, { body });

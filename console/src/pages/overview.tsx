@@ -8,7 +8,7 @@ import type { Metric } from '../components/usage-chart.tsx';
 import { UsageChart } from '../components/usage-chart.tsx';
 import { compareDecimal, formatCount, formatPoints } from '../decimal.ts';
 import { href } from '../router.ts';
-import type { Organization, Usage, UsageGroup } from '../types.ts';
+import type { Organization, Project, Usage, UsageGroup } from '../types.ts';
 
 export const usageQuery = (range: Range, groupBy: string, scope: Record<string, string | undefined> = {}) => ({ from: range.from, to: range.to, bucket: range.bucket, group_by: groupBy, ...scope });
 
@@ -95,6 +95,7 @@ export function Overview() {
   const [metric, setMetric] = useState<Metric>('cost');
   const [organization, setOrganization] = useState('');
   const orgs = useLoad(() => list<Organization>('/admin/v1/organizations', { limit: 500 }), []);
+  const projects = useLoad(() => list<Project>('/admin/v1/projects', { limit: 500 }), []);
   const scope = { organization: organization || undefined };
   const byModel = useLoad(() => get<Usage>('/admin/v1/usage', usageQuery(range, 'model', scope)), [range, organization]);
   const byProject = useLoad(() => get<Usage>('/admin/v1/usage', usageQuery(range, 'project', scope)), [range, organization]);
@@ -136,7 +137,7 @@ export function Overview() {
       <div class="two">
         <div>
           <ErrorNote error={byProject.error} />
-          {byProject.data && <TopTable title="Top projects" testid="top-projects" rows={byProject.data.totals} link={(g) => projectLink(g, organization)} />}
+          {byProject.data && <TopTable title="Top projects" testid="top-projects" rows={byProject.data.totals} link={(g) => projectLink(g, organization, projects.data?.data ?? [])} />}
         </div>
         <div>
           <ErrorNote error={byKey.error} />
@@ -147,9 +148,10 @@ export function Overview() {
   );
 }
 
-/** A project group is "organization/project" across organizations, or the bare project id within one. */
-function projectLink(group: string, organization: string): string | undefined {
-  const slash = group.indexOf('/');
-  if (slash > 0) return href({ page: 'project', organization: group.slice(0, slash), project: group.slice(slash + 1) });
-  return organization && group ? href({ page: 'project', organization, project: group }) : undefined;
+/** A project group is its bare id: linked to its page when the organization is chosen or only one has that id. */
+function projectLink(group: string, organization: string, projects: Project[]): string | undefined {
+  if (!group) return undefined;
+  if (organization) return href({ page: 'project', organization, project: group });
+  const owners = projects.filter((p) => p.id === group);
+  return owners.length === 1 ? href({ page: 'project', organization: owners[0].organization, project: group }) : undefined;
 }
