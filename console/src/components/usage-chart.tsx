@@ -19,12 +19,28 @@ interface Prepared {
   cells: (UsageGroup | undefined)[][];
 }
 
+// Every bucket of the range, empty ones included, so time runs evenly along the axis (at most 366 days of hours).
+function bucketStarts(usage: Usage): number[] {
+  const step = usage.bucket === 'hour' ? 3600 : 86400;
+  const from = Math.floor(Date.parse(usage.from) / 1000 / step) * step;
+  const to = Date.parse(usage.to) / 1000;
+  const xs: number[] = [];
+  if (Number.isFinite(from) && Number.isFinite(to)) for (let x = from; x < to && xs.length < 9000; x += step) xs.push(x);
+  return xs;
+}
+
 function prepare(usage: Usage): Prepared {
   // Groups in the order of the API's totals; the first is drawn on top of the stack.
   const groups = usage.totals.map((t) => t.group);
   for (const b of usage.series) for (const g of b.groups) if (!groups.includes(g.group)) groups.push(g.group);
-  const xs = usage.series.map((b) => Date.parse(b.start) / 1000);
-  const cells = groups.map((g) => usage.series.map((b) => b.groups.find((x) => x.group === g)));
+  const xs = bucketStarts(usage);
+  for (const b of usage.series) {
+    const x = Date.parse(b.start) / 1000;
+    if (!xs.includes(x)) xs.push(x);
+  }
+  xs.sort((a, b) => a - b);
+  const at = new Map(usage.series.map((b) => [Date.parse(b.start) / 1000, b]));
+  const cells = groups.map((g) => xs.map((x) => at.get(x)?.groups.find((c) => c.group === g)));
   return { groups, xs, cells };
 }
 
@@ -58,10 +74,11 @@ export function UsageChart({ usage, metric, height = 260 }: { usage: Usage; metr
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       cursor: { points: { show: false }, drag: { x: false, y: false } },
       legend: { live: true },
-      scales: { x: { time: true, range: (_u, min, max) => [min - bucketSeconds / 2, max + bucketSeconds / 2] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      // The whole range; each bar spans its bucket from its start (uPlot's own guess for a single bar spans years).
+      scales: { x: { time: true, range: () => [xs[0], xs[xs.length - 1] + bucketSeconds] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
       axes: [
         { stroke: axisColor, grid: { stroke: gridColor }, ticks: { stroke: gridColor } },
-        { stroke: axisColor, grid: { stroke: gridColor }, ticks: { stroke: gridColor }, size: 70, values: (_u, ticks) => ticks.map((t) => (metric === 'cost' ? String(+t.toPrecision(6)) : String(Math.round(t)))) },
+        { stroke: axisColor, grid: { stroke: gridColor }, ticks: { stroke: gridColor }, size: (_u, values) => 24 + 7 * Math.max(4, ...(values ?? []).map((v) => v.length)), values: (_u, ticks) => ticks.map((t) => (metric === 'cost' ? String(+t.toPrecision(6)) : String(Math.round(t)))) },
       ],
       series: [
         { label: usage.bucket === 'hour' ? 'Hour (UTC)' : 'Day (UTC)', value: (_u, v) => (v == null ? '—' : new Date(v * 1000).toISOString().slice(0, usage.bucket === 'hour' ? 16 : 10).replace('T', ' ')) },
@@ -99,7 +116,9 @@ function UsageTable({ usage, groups }: { usage: Usage; groups: string[] }) {
   const rows = usage.series.flatMap((b) => b.groups.map((g) => ({ start: b.start, ...g })));
   return (
     <details class="chart-data">
-      <summary>Data ({rows.length} rows)</summary>
+      <summary>
+        Data ({rows.length} {rows.length === 1 ? 'row' : 'rows'})
+      </summary>
       <table class="data" data-testid="chart-data" data-series={JSON.stringify(usage.series)} data-total={usage.total.cost_points}>
         <thead>
           <tr>

@@ -8,7 +8,7 @@ import type { Metric } from '../components/usage-chart.tsx';
 import { UsageChart } from '../components/usage-chart.tsx';
 import { compareDecimal, formatCount, formatPoints } from '../decimal.ts';
 import { href } from '../router.ts';
-import type { Organization, Project, Usage, UsageGroup } from '../types.ts';
+import type { ApiKey, Organization, Project, Usage, UsageGroup } from '../types.ts';
 
 export const usageQuery = (range: Range, groupBy: string, scope: Record<string, string | undefined> = {}) => ({ from: range.from, to: range.to, bucket: range.bucket, group_by: groupBy, ...scope });
 
@@ -52,7 +52,7 @@ export function Totals({ usage }: { usage: Usage }) {
 
 const byCost = (a: UsageGroup, b: UsageGroup): number => compareDecimal(b.cost_points, a.cost_points) || b.requests - a.requests;
 
-export function TopTable({ title, rows, link, testid }: { title: string; rows: UsageGroup[]; link?: (group: string) => string | undefined; testid: string }) {
+export function TopTable({ title, rows, link, label, testid }: { title: string; rows: UsageGroup[]; link?: (group: string) => string | undefined; label?: (group: string) => string; testid: string }) {
   const top = [...rows].sort(byCost).slice(0, 10);
   return (
     <section class="panel">
@@ -74,7 +74,7 @@ export function TopTable({ title, rows, link, testid }: { title: string; rows: U
               const to = link?.(r.group);
               return (
                 <tr key={r.group}>
-                  <td>{to ? <a href={to}>{r.group}</a> : r.group || '—'}</td>
+                  <td title={r.group}>{to ? <a href={to}>{label?.(r.group) ?? r.group}</a> : (label?.(r.group) ?? r.group) || '—'}</td>
                   <td class="num">{formatCount(r.requests)}</td>
                   <td class="num">
                     {formatCount(r.input)} / {formatCount(r.output)}
@@ -96,6 +96,12 @@ export function Overview() {
   const [organization, setOrganization] = useState('');
   const orgs = useLoad(() => list<Organization>('/admin/v1/organizations', { limit: 500 }), []);
   const projects = useLoad(() => list<Project>('/admin/v1/projects', { limit: 500 }), []);
+  // Key groups are key ids: shown by name and prefix (the first page of keys covers most gateways; others show the id).
+  const keys = useLoad(() => list<ApiKey>('/admin/v1/keys', { limit: 500 }), []);
+  const keyLabel = (id: string): string => {
+    const k = keys.data?.data.find((x) => x.id === id);
+    return k ? `${k.name ? `${k.name} · ` : ''}${k.prefix}…` : id;
+  };
   const scope = { organization: organization || undefined };
   const byModel = useLoad(() => get<Usage>('/admin/v1/usage', usageQuery(range, 'model', scope)), [range, organization]);
   const byProject = useLoad(() => get<Usage>('/admin/v1/usage', usageQuery(range, 'project', scope)), [range, organization]);
@@ -141,7 +147,7 @@ export function Overview() {
         </div>
         <div>
           <ErrorNote error={byKey.error} />
-          {byKey.data && <TopTable title="Top keys" testid="top-keys" rows={byKey.data.totals} />}
+          {byKey.data && <TopTable title="Top keys" testid="top-keys" rows={byKey.data.totals} label={keyLabel} />}
         </div>
       </div>
     </div>

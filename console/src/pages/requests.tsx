@@ -80,19 +80,20 @@ export function Requests() {
                 <th>Model</th>
                 <th>Upstream</th>
                 <th class="num">Status</th>
-                <th class="num">In</th>
-                <th class="num">Out</th>
+                <th class="num">Tokens in / out</th>
                 <th class="num">Cost (points)</th>
                 <th class="num">Latency</th>
-                <th class="num">Tries</th>
+                <th class="num" title="Attempts upstream">Tries</th>
               </tr>
             </thead>
             <tbody>
               {page.rows.map((r) => (
                 <tr key={r.request_id} data-request-id={r.request_id}>
-                  <td class="mono nowrap">{r.occurred_at.slice(0, 19).replace('T', ' ')}</td>
+                  <td class="mono nowrap" title={r.occurred_at}>
+                    {r.occurred_at.slice(5, 19).replace('T', ' ')}
+                  </td>
                   <td class="mono small-text" title={r.request_id}>
-                    {r.request_id.length > 14 ? `${r.request_id.slice(0, 14)}…` : r.request_id}
+                    {r.request_id.length > 10 ? `${r.request_id.slice(0, 8)}…` : r.request_id}
                   </td>
                   <td class="mono">{r.key_prefix ? `${r.key_prefix}…` : '—'}</td>
                   <td>
@@ -105,8 +106,9 @@ export function Requests() {
                     {r.upstream_model && <div class="mono muted nowrap">{r.upstream_model}</div>}
                   </td>
                   <td class={`num ${statusClass(r.status)}`}>{r.status ?? '—'}</td>
-                  <td class="num">{formatCount(r.input)}</td>
-                  <td class="num">{formatCount(r.output)}</td>
+                  <td class="num nowrap">
+                    {formatCount(r.input)} / {formatCount(r.output)}
+                  </td>
                   <td class="num mono" data-cost={r.cost_points}>
                     {r.cost_points}
                     {r.estimated && (

@@ -14,6 +14,16 @@ interface UpstreamsView {
 const FIRST = ['provider', 'model', 'state'];
 // `healthy` repeats `state`.
 const HIDDEN = new Set(['healthy']);
+const LABELS: Record<string, string> = { consecutiveFailures: 'failures in a row', ejectedUntil: 'ejected until', inFlight: 'in flight' };
+
+/** Attempt counters by outcome, the non-zero ones only. */
+function cell(v: Json | undefined): string {
+  if (v && typeof v === 'object' && !Array.isArray(v)) {
+    const parts = Object.entries(v).filter(([, n]) => n !== 0);
+    return parts.length ? parts.map(([k, n]) => `${k.replace(/_/g, ' ')} ${summarize(n)}`).join(', ') : 'none';
+  }
+  return summarize(v);
+}
 
 export function Upstreams() {
   const view = useLoad(() => get<UpstreamsView>('/admin/v1/upstreams'), []);
@@ -40,7 +50,7 @@ export function Upstreams() {
               <thead>
                 <tr>
                   {columns.map((c) => (
-                    <th key={c}>{c}</th>
+                    <th key={c}>{LABELS[c] ?? c}</th>
                   ))}
                 </tr>
               </thead>
@@ -49,7 +59,7 @@ export function Upstreams() {
                   <tr key={i}>
                     {columns.map((c) => (
                       <td key={c} class={c === 'state' ? `state-${String(t[c])}` : typeof t[c] === 'number' ? 'num' : ''}>
-                        {c === 'state' ? <span class={`badge ${String(t[c])}`}>{String(t[c])}</span> : summarize(t[c])}
+                        {c === 'state' ? <span class={`badge ${String(t[c])}`}>{String(t[c])}</span> : cell(t[c])}
                       </td>
                     ))}
                   </tr>
