@@ -19,7 +19,8 @@ const USAGE = `usage:
 The config file is --config, else $TOLLGATE_CONFIG, else ./tollgate.yaml (copied from examples/tollgate.yaml the
 first time, so key edits never touch the tracked example).
 Both servers listen on 127.0.0.1 unless told: --host / TOLLGATE_HOST (API, port --port / PORT, default 8080) and
---admin-host / TOLLGATE_ADMIN_HOST (metrics, port TOLLGATE_ADMIN_PORT, default 9464; 0 or off: none).
+--admin-host / TOLLGATE_ADMIN_HOST (metrics, admin API and console, port TOLLGATE_ADMIN_PORT, default 9464; 0 or off:
+none). Admin API tokens: TOLLGATE_ADMIN_TOKENS=name:read|write:token,… or TOLLGATE_ADMIN_TOKENS_FILE (docs/admin-api.md).
 Environment: DATABASE_URL (else embedded PGlite in $TOLLGATE_DATA_DIR, default ./.tollgate), LOG_LEVEL,
 LOG_FORMAT=json (JSON logs on a terminal too), TOLLGATE_BODY_TIMEOUT_MS (30000), TOLLGATE_UPLOAD_TIMEOUT_MS (300000),
 TOLLGATE_MAX_CONNECTIONS (16384), REDIS_URL (shared limit counters; TOLLGATE_REDIS_PREFIX,

@@ -1,8 +1,8 @@
 // Key, organization and project edits in a standalone config file (the CLI and the admin API): edits keep a YAML
 // file's comments and order; a JSON file stays JSON; every write is validated first and lands by atomic rename.
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { isMap, isSeq, parseDocument, YAMLMap, YAMLSeq } from 'yaml';
-import type { Document } from 'yaml';
+import { isMap, isSeq, parseDocument, YAMLSeq } from 'yaml';
+import type { Document, YAMLMap } from 'yaml';
 import { randomBytes } from 'node:crypto';
 import { generateApiKey } from '../auth/api-key.ts';
 import { parseSnapshot } from './validate.ts';

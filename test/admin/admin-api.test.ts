@@ -3,6 +3,7 @@
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_ROUTES } from '../../gateway/admin/catalogue.ts';
 import { startAdminServer } from '../../gateway/admin/server.ts';
 import { parseAdminTokens } from '../../gateway/admin/tokens.ts';
 import type { Backend } from '../support/databases.ts';
@@ -26,6 +27,17 @@ const WRITE = 'tga_write_0123456789abcdef';
 const READ = 'tga_read_0123456789abcdef0';
 const TOKENS = parseAdminTokens(`ops:write:${WRITE},grafana:read:${READ}`, 'test');
 
+/** Every admin answer must match the schema its route declares for that status (the OpenAPI document's source). */
+function checkDeclared(method: string, path: string, status: number, body: unknown): void {
+  const bare = path.split('?')[0];
+  const spec = ADMIN_ROUTES.find((r) => r.method === method && new RegExp(`^${r.path.replace(/:[^/]+/g, '[^/]+')}$`).test(bare));
+  if (!spec) return;
+  const declared = spec.responses[status];
+  expect(declared, `${method} ${bare} answered ${status}, which its RouteSpec does not declare`).toBeDefined();
+  const r = declared.schema?.safeParse(body);
+  expect(r?.success ?? true, `${method} ${bare} ${status}: ${JSON.stringify(r?.error?.issues)}`).toBe(true);
+}
+
 const BACKENDS: Backend[] = process.env.DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
 
 describe.each(BACKENDS)('admin API on %s', (backend) => {
@@ -39,7 +51,9 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     if (init.body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
     const res = await fetch(`${admin}${path}`, { method, headers, body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body) });
     const text = await res.text();
-    return { status: res.status, body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text, headers: res.headers };
+    const body = text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text;
+    checkDeclared(method, path, res.status, body);
+    return { status: res.status, body, headers: res.headers };
   }
 
   /** Every page of a list, following next_cursor. */
