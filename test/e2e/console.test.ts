@@ -145,6 +145,9 @@ describe('console', () => {
       const { data, response } = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hello from the console test' }] }).withResponse();
       expect(data.choices[0].message.content).toBeTruthy();
       const requestId = response.headers.get('x-tollgate-request-id')!;
+      // Other traffic on other models (the chart stacks them; the new key's model keeps only its own request).
+      const acme = new OpenAI({ baseURL: `${t.url}/api/v1`, apiKey: t.keys.acme, maxRetries: 0 });
+      for (const model of ['openai/tiered', 'openai/tiered', 'openai/legacy']) await acme.chat.completions.create({ model, messages: [{ role: 'user', content: `Some traffic on ${model}` }] });
       const row = await ledgerRow(requestId);
       expect(response.headers.get('x-tollgate-cost-points')).toBe(row.cost_points);
 
@@ -162,15 +165,20 @@ describe('console', () => {
       await table.waitFor({ state: 'attached' });
       const series = JSON.parse((await table.getAttribute('data-series'))!) as { start: string; groups: { group: string; requests: number; cost_points: string }[] }[];
       const groups = series.flatMap((b) => b.groups);
-      expect(groups).toHaveLength(1);
-      expect(groups[0].requests).toBe(1);
-      expect(groups[0].cost_points).toBe(row.cost_points);
-      expect(await table.getAttribute('data-total')).toBe(row.cost_points);
-      expect((await page.locator('[data-testid=total-spend]').getAttribute('data-value'))!).toBe(row.cost_points);
-      // And what the page prints is what the admin API answers.
+      const mine = groups.filter((g) => g.group === row.model);
+      expect(mine).toHaveLength(1);
+      expect(mine[0].requests).toBe(1);
+      expect(mine[0].cost_points).toBe(row.cost_points);
+      expect(groups.reduce((n, g) => n + g.requests, 0)).toBe(4);
+      // The cell the table prints for it is the same string.
+      expect((await table.locator('tr', { hasText: row.model }).locator('td[data-cost]').textContent())!.trim()).toBe(row.cost_points);
+      // And the total the page prints is what the admin API answers, and the ledger's sum, as exact strings.
       const query = new URLSearchParams({ group_by: 'model', bucket: 'hour', from: series[0].start, to: new Date(Date.now() + 3_600_000).toISOString() });
       const usage = (await (await fetch(`${admin}/admin/v1/usage?${query}`, { headers: { authorization: `Bearer ${WRITE_TOKEN}` } })).json()) as { total: { cost_points: string } };
-      expect(usage.total.cost_points).toBe(row.cost_points);
+      const { rows: ledgerSum } = await t.gw.store.query<{ total: string }>('SELECT sum(cost_points)::text AS total FROM usage_events');
+      expect(usage.total.cost_points).toBe(ledgerSum[0].total);
+      expect(await table.getAttribute('data-total')).toBe(usage.total.cost_points);
+      expect((await page.locator('[data-testid=total-spend]').getAttribute('data-value'))!).toBe(usage.total.cost_points);
       await page.hover('.u-over', { position: { x: 600, y: 100 } });
       await shot(page, '02-overview');
 
