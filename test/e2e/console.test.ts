@@ -12,6 +12,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAdminTokens } from '../../gateway/admin/tokens.ts';
+import { add, parseDecimal, toPlainString } from '../../gateway/billing/decimal.ts';
 import { buildConsole } from '../../scripts/build-console.ts';
 import type { TestGateway } from '../support/gateway.ts';
 import { startTestGateway } from '../support/gateway.ts';
@@ -179,13 +180,27 @@ describe('console', () => {
       expect(usage.total.cost_points).toBe(ledgerSum[0].total);
       expect(await table.getAttribute('data-total')).toBe(usage.total.cost_points);
       expect((await page.locator('[data-testid=total-spend]').getAttribute('data-value'))!).toBe(usage.total.cost_points);
-      await page.hover('.u-over', { position: { x: 600, y: 100 } });
+      // The cursor on the latest bucket: the legend prints each model's exact spend there.
+      const plot = (await page.locator('.u-over').boundingBox())!;
+      await page.mouse.move(plot.x + plot.width - 12, plot.y + plot.height - 8);
+      await expect.poll(() => page.locator('.u-legend').textContent()).toContain(row.cost_points);
       await shot(page, '02-overview');
 
-      // The project page: usage, limits and budget, its keys.
+      // The project page: usage, limits and budget left, its keys. A budget set through the admin API first.
+      const patched = await fetch(`${admin}/admin/v1/projects/acme/web`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${WRITE_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ limits: { rpm: 600 }, budget: { day: '5', month: '100.25' } }),
+      });
+      expect(patched.status).toBe(200);
       await page.click('[data-testid=top-projects] a');
       await page.waitForSelector('h2:has-text("acme / web")');
       await page.waitForSelector('[data-testid=keys-table]');
+      const today = page.locator('[data-testid=budget-table] tr[data-window=day]');
+      await expect.poll(() => today.locator('td[data-spent]').getAttribute('data-spent')).toBe(ledgerSum[0].total);
+      const spent = parseDecimal(ledgerSum[0].total);
+      expect(await today.locator('td[data-left]').getAttribute('data-left')).toBe(toPlainString(add(parseDecimal('5'), { units: -spent.units, scale: spent.scale })));
+      expect(await page.textContent('.panel:has-text("Limits and budget")')).toContain('600 rpm');
       await shot(page, '05-project');
 
       await open(page, 'Projects');

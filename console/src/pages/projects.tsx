@@ -76,8 +76,24 @@ function spentIn(state: BudgetState | undefined, window: string): string | undef
   return undefined;
 }
 
-export function BudgetPanel({ budget, limits, spend }: { budget?: Budget; limits?: Limits; spend?: BudgetState }) {
+// Each budget window's start, UTC; "total" reaches back as far as the usage report may (366 days).
+function windowStart(w: (typeof WINDOWS)[number], now: Date): Date {
+  if (w === 'day') return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  if (w === 'month') return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  return new Date(now.getTime() - 365 * 86_400_000);
+}
+
+/** What the ledger says was spent in each budget window, as exact decimal strings. */
+async function spendFromLedger(windows: (typeof WINDOWS)[number][], scope: Record<string, string>): Promise<BudgetState> {
+  const now = new Date();
+  const to = new Date(now.getTime() + 3_600_000).toISOString();
+  const spent = await Promise.all(windows.map((w) => get<Usage>('/admin/v1/usage', { from: windowStart(w, now).toISOString(), to, bucket: 'day', group_by: 'project', ...scope })));
+  return Object.fromEntries(windows.map((w, i) => [w, spent[i].total.cost_points]));
+}
+
+export function BudgetPanel({ budget, limits, scope }: { budget?: Budget; limits?: Limits; scope: Record<string, string> }) {
   const windows = WINDOWS.filter((w) => budget?.[w] !== undefined);
+  const spend = useLoad(() => (windows.length ? spendFromLedger(windows, scope) : Promise.resolve({})), [windows.join(), JSON.stringify(scope)]);
   return (
     <section class="panel">
       <h3>Limits and budget</h3>
@@ -101,20 +117,26 @@ export function BudgetPanel({ budget, limits, spend }: { budget?: Budget; limits
           <tbody>
             {windows.map((w) => {
               const limit = String(budget![w]);
-              const spent = spentIn(spend, w);
+              const spent = spentIn(spend.data, w);
               const left = spent === undefined ? undefined : subtractDecimal(limit, spent);
               return (
-                <tr key={w}>
-                  <td>{w === 'total' ? 'total (never resets)' : `per ${w} (UTC)`}</td>
+                <tr key={w} data-window={w}>
+                  <td>{w === 'total' ? 'total (spent: last 366 days)' : `this ${w} (UTC)`}</td>
                   <td class="num mono">{formatPoints(limit)}</td>
-                  <td class="num mono">{spent === undefined ? '—' : formatPoints(spent)}</td>
-                  <td class={`num mono ${left?.startsWith('-') ? 'over' : ''}`}>{left === undefined ? '—' : formatPoints(left.startsWith('-') ? '0' : left)}</td>
+                  <td class="num mono" data-spent={spent}>
+                    {spent === undefined ? '—' : formatPoints(spent)}
+                  </td>
+                  <td class={`num mono ${left?.startsWith('-') ? 'over' : ''}`} data-left={left}>
+                    {left === undefined ? '—' : left.startsWith('-') ? `0 (over by ${formatPoints(left.slice(1))})` : formatPoints(left)}
+                  </td>
                 </tr>
               );
             })}
           </tbody>
         </table>
       )}
+      <ErrorNote error={spend.error} />
+      {windows.length > 0 && <p class="muted">Spent is the ledger's cost in the window, the same sums as the usage report.</p>}
       {budget?.softPercent !== undefined && <p class="muted">Answers are flagged once {budget.softPercent}% of a budget is spent.</p>}
     </section>
   );
@@ -146,7 +168,7 @@ export function ProjectPage({ organization, project }: { organization: string; p
           </section>
         </>
       )}
-      {info.data ? <BudgetPanel budget={info.data.budget} limits={info.data.limits} spend={info.data.spend} /> : !info.loading && <p class="muted">This project has no entry of its own yet: only its organization's limits apply.</p>}
+      {info.data ? <BudgetPanel budget={info.data.budget} limits={info.data.limits} scope={{ organization, project }} /> : !info.loading && <p class="muted">This project has no entry of its own yet: only its organization's limits apply.</p>}
       <KeysManager organization={organization} project={project} />
     </div>
   );
