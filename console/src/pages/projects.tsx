@@ -121,7 +121,7 @@ export function BudgetPanel({ budget, limits, scope }: { budget?: Budget; limits
               const left = spent === undefined ? undefined : subtractDecimal(limit, spent);
               return (
                 <tr key={w} data-window={w}>
-                  <td>{w === 'total' ? 'total (spent: last 366 days)' : `this ${w} (UTC)`}</td>
+                  <td>{w === 'total' ? 'total (spent: last 366 days)' : w === 'day' ? 'today (UTC)' : 'this month (UTC)'}</td>
                   <td class="num mono">{formatPoints(limit)}</td>
                   <td class="num mono" data-spent={spent}>
                     {spent === undefined ? '—' : formatPoints(spent)}

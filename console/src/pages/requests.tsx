@@ -69,15 +69,14 @@ export function Requests() {
         {page.rows.length === 0 && !page.loading ? (
           <p class="muted">No requests match.</p>
         ) : (
-          <table class="data" data-testid="requests-table">
+          <table class="data compact" data-testid="requests-table">
             <thead>
               <tr>
                 <th>Time (UTC)</th>
                 <th>Request id</th>
                 <th>Key</th>
                 <th>Org / project</th>
-                <th>Route</th>
-                <th>Model</th>
+                <th>Model / route</th>
                 <th>Upstream</th>
                 <th class="num">Status</th>
                 <th class="num">Tokens in / out</th>
@@ -99,8 +98,10 @@ export function Requests() {
                   <td>
                     {r.organization} / {r.project}
                   </td>
-                  <td class="mono small-text">{r.route ?? '—'}</td>
-                  <td class="mono nowrap">{r.model}</td>
+                  <td class="nowrap">
+                    <span class="mono">{r.model}</span>
+                    {r.route && <div class="mono muted small-text">{r.route}</div>}
+                  </td>
                   <td class="small-text">
                     {r.provider ?? '—'}
                     {r.upstream_model && <div class="mono muted nowrap">{r.upstream_model}</div>}
