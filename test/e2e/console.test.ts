@@ -30,8 +30,10 @@ let browser: Browser;
 let consoleDir: string;
 const problems: string[] = [];
 
-async function newPage(scheme: 'light' | 'dark' = 'light'): Promise<{ context: BrowserContext; page: Page }> {
+async function newPage(scheme: 'light' | 'dark' = 'light', origin?: string): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: scheme });
+  // The copy button writes the clipboard; the test reads it back.
+  if (origin) await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
   const page = await context.newPage();
   // Every error or warning the page logs (a CSP violation is one) and every uncaught exception fails the run.
   page.on('console', (m) => {
@@ -111,7 +113,7 @@ describe('console', () => {
   });
 
   it('signs in, creates a key, bills its call exactly, charts it, revokes it', { timeout: 120_000 }, async () => {
-    const { context, page } = await newPage();
+    const { context, page } = await newPage('light', admin);
     try {
       // A wrong token is refused on the page.
       await page.goto(`${admin}/`);
@@ -139,6 +141,9 @@ describe('console', () => {
       await page.click('[data-action=create-key]');
       const secret = (await page.locator('[data-testid=new-secret]').textContent())!.trim();
       expect(secret).toMatch(/^sk_live_/);
+      await page.click('[data-testid=new-key] button:text-is("Copy")');
+      await page.waitForSelector('[data-testid=new-key] :text("Copied.")');
+      expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(secret);
       await shot(page, '03-keys-created');
 
       // The key works with the official SDK against the API port.
@@ -159,6 +164,11 @@ describe('console', () => {
       expect((await line.locator('td[data-cost]').getAttribute('data-cost'))!).toBe(row.cost_points);
       expect((await line.locator('td[data-cost]').textContent())!.trim()).toBe(row.cost_points);
       await shot(page, '04-requests');
+      // Filtered by model: only that model's rows.
+      await page.fill('form[aria-label="Filter requests"] input[name=model]', 'openai/tiered');
+      await page.click('form[aria-label="Filter requests"] button[type=submit]');
+      await expect.poll(() => page.locator('[data-testid=requests-table] tbody tr').count()).toBe(2);
+      expect(await page.locator(`tr[data-request-id="${requestId}"]`).count()).toBe(0);
 
       // The overview chart's data: the model's spend in this range is the ledger's, as an exact string.
       await open(page, 'Overview');
@@ -241,6 +251,24 @@ describe('console', () => {
       await shot(page, '11-overview-dark');
     } finally {
       await context.close();
+    }
+  });
+
+  it('tells how to turn the admin API on when no token is configured', { timeout: 60_000 }, async () => {
+    const bare = await startTestGateway({ gateway: { adminPort: 0, adminHost: '127.0.0.1', adminConsoleDir: consoleDir } });
+    const { context, page } = await newPage();
+    try {
+      await page.goto(`${bare.gw.adminUrl}/`);
+      await page.fill('input[name=token]', 'tga_anything_at_all_here');
+      await page.click('form[aria-label="Sign in"] button[type=submit]');
+      expect(await page.locator('[data-testid=admin-disabled]').textContent()).toContain('TOLLGATE_ADMIN_TOKENS');
+      await shot(page, '12-admin-disabled');
+      // The 503 it got is the expected one; nothing else may be logged.
+      expect(problems.filter((p) => !p.includes('503'))).toEqual([]);
+      problems.length = 0;
+    } finally {
+      await context.close();
+      await bare.close();
     }
   });
 
