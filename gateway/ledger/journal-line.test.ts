@@ -17,8 +17,18 @@ describe('journal line', () => {
     ['NUL in text', { project: 'a\u0000b' }, /NUL/],
     ['a missing flag', { stream: undefined as unknown as boolean }, /stream/],
     ['a bad time', { occurredAt: Number.NaN }, /occurredAt/],
+    ['a status that is not an HTTP status', { status: 200.5 }, /status/],
+    ['a negative latency', { latencyMs: -1 }, /latencyMs/],
+    ['NUL in the key prefix', { keyPrefix: 'sk_\u0000' }, /keyPrefix/],
   ])('rejects %s', (_, patch, reason) => {
     expect(() => parseJournalLine(JSON.stringify({ ...ledgerRow(), ...patch }))).toThrow(reason);
+  });
+
+  it('reads lines journaled before status, latency and key prefix existed, and lines that have them', () => {
+    const old = ledgerRow();
+    expect(parseJournalLine(JSON.stringify(old))).toEqual(old);
+    const now = ledgerRow({ status: 200, latencyMs: 42, keyPrefix: 'sk_live_Ab3dEf' });
+    expect(parseJournalLine(JSON.stringify(now))).toEqual(now);
   });
 
   it('checks a row still in memory the same way', () => {

@@ -1,10 +1,14 @@
 // The admin API against a real gateway (admin port, real store), driven over HTTP as the console drives it, with the
 // official openai SDK on the API port for the keys it creates.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_ROUTES } from '../../gateway/admin/catalogue.ts';
 import { startAdminServer } from '../../gateway/admin/server.ts';
+import { createTelemetry } from '../../gateway/telemetry/telemetry.ts';
 import { parseAdminTokens } from '../../gateway/admin/tokens.ts';
 import type { Backend } from '../support/databases.ts';
 import type { TestGateway } from '../support/gateway.ts';
@@ -279,6 +283,47 @@ describe('admin API without tokens, and on Kubernetes', () => {
       }
     } finally {
       await server?.close();
+    }
+  });
+});
+
+describe('console files on the admin port', () => {
+  it('serves index.html and hashed assets with the strict CSP, and nothing outside its directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tg-admin-console-'));
+    mkdirSync(join(dir, 'assets'));
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><script src="/console/app-1234.js"></script>');
+    writeFileSync(join(dir, 'app-1234.js'), 'console.log(1)');
+    writeFileSync(join(dir, 'assets', 'a.css'), 'body{}');
+    const outside = `${dir}-secret.txt`;
+    writeFileSync(outside, 'secret');
+    const telemetry = await createTelemetry({ env: {} });
+    const server = await startAdminServer({ port: 0, prometheus: telemetry.prometheus, consoleDir: dir });
+    try {
+      const index = await fetch(`${server!.url}/`);
+      expect(index.status).toBe(200);
+      expect(index.headers.get('content-type')).toContain('text/html');
+      expect(index.headers.get('content-security-policy')).toBe("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+      expect(index.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(index.headers.get('referrer-policy')).toBe('no-referrer');
+      expect(await index.text()).toContain('app-1234.js');
+      const js = await fetch(`${server!.url}/console/app-1234.js`);
+      expect(js.headers.get('content-type')).toContain('text/javascript');
+      expect(js.headers.get('cache-control')).toContain('immutable');
+      expect(await js.text()).toBe('console.log(1)');
+      expect((await fetch(`${server!.url}/console/assets/a.css`)).headers.get('content-type')).toContain('text/css');
+      expect((await fetch(`${server!.url}/console/missing.js`)).status).toBe(404);
+      for (const evil of ['/console/..%2f' + encodeURIComponent(outside.split('/').pop()!), '/console/%2e%2e/%2e%2e/etc/passwd']) {
+        const res = await fetch(`${server!.url}${evil}`);
+        expect(res.status).toBe(404);
+        expect(await res.text()).not.toContain('secret');
+      }
+      // No admin API configured on this server: its paths are plain 404s in the admin error shape.
+      expect((await fetch(`${server!.url}/admin/v1/session`)).status).toBe(404);
+    } finally {
+      await server?.close();
+      await telemetry.shutdown();
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(outside, { force: true });
     }
   });
 });
