@@ -222,6 +222,19 @@ describe('console', () => {
       await page.waitForSelector('[data-testid=upstreams-table]');
       await shot(page, '08-upstreams');
 
+      // Paging: 25 a page, then the older ones after them, none twice.
+      await Promise.all(Array.from({ length: 24 }, (_, i) => acme.chat.completions.create({ model: 'openai/legacy', messages: [{ role: 'user', content: `page filler ${i}` }] })));
+      await expect.poll(async () => (await t.gw.store.query<{ n: string }>('SELECT count(*)::text AS n FROM usage_events')).rows[0].n).toBe('28');
+      await open(page, 'Requests');
+      await page.selectOption('form[aria-label="Filter requests"] select', '25');
+      const rows = page.locator('[data-testid=requests-table] tbody tr');
+      await expect.poll(() => rows.count()).toBe(25);
+      await page.click('[data-action=more]');
+      await expect.poll(() => rows.count()).toBe(28);
+      const ids = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-request-id')));
+      expect(new Set(ids).size).toBe(28);
+      expect(await page.locator('[data-action=more]').count()).toBe(0);
+
       // Revoke with a confirm; the SDK is refused at once.
       await open(page, 'Keys');
       const keyRow = page.locator('tr', { hasText: 'console-e2e' });
