@@ -11,6 +11,7 @@ import OpenAI from 'openai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startAdminServer } from '../../gateway/admin/server.ts';
 import { parseAdminTokens } from '../../gateway/admin/tokens.ts';
 import { add, parseDecimal, toPlainString } from '../../gateway/billing/decimal.ts';
 import { buildConsole } from '../../scripts/build-console.ts';
@@ -28,6 +29,7 @@ let t: TestGateway;
 let admin: string;
 let browser: Browser;
 let consoleDir: string;
+let adminTokens: ReturnType<typeof parseAdminTokens>;
 const problems: string[] = [];
 
 async function newPage(scheme: 'light' | 'dark' = 'light', origin?: string): Promise<{ context: BrowserContext; page: Page }> {
@@ -83,7 +85,7 @@ beforeAll(async () => {
   consoleDir = mkdtempSync(join(tmpdir(), 'tg-console-dist-'));
   await buildConsole({ outDir: consoleDir });
   // The same text TOLLGATE_ADMIN_TOKENS holds, parsed as the CLI parses it.
-  const adminTokens = parseAdminTokens(`ops:write:${WRITE_TOKEN},viewer:read:${READ_TOKEN}`, 'TOLLGATE_ADMIN_TOKENS');
+  adminTokens = parseAdminTokens(`ops:write:${WRITE_TOKEN},viewer:read:${READ_TOKEN}`, 'TOLLGATE_ADMIN_TOKENS');
   t = await startTestGateway({ gateway: { adminPort: 0, adminHost: '127.0.0.1', adminConsoleDir: consoleDir, adminTokens } });
   admin = t.gw.adminUrl!;
   browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
@@ -264,6 +266,34 @@ describe('console', () => {
       await shot(page, '11-overview-dark');
     } finally {
       await context.close();
+    }
+  });
+
+  it('is read-only on Kubernetes, even for a write token, and says to use kubectl', { timeout: 60_000 }, async () => {
+    // An admin server in Kubernetes mode over the same gateway state (the custom resources are the write path there).
+    const kube = await startAdminServer({
+      port: 0,
+      host: '127.0.0.1',
+      prometheus: t.gw.telemetry.prometheus,
+      admin: { tokens: adminTokens, holder: t.gw.holder, ledger: t.gw.ledger, mode: 'kubernetes', upstreams: () => ({ generation: null, upstreams: [] }) },
+      consoleDir,
+    });
+    const { context, page } = await newPage();
+    try {
+      await page.goto(`${kube!.url}/`);
+      await page.fill('input[name=token]', WRITE_TOKEN);
+      await page.click('form[aria-label="Sign in"] button[type=submit]');
+      await page.waitForSelector('nav.top');
+      expect(await page.textContent('[data-testid=who]')).toContain('kubernetes');
+      await open(page, 'Keys');
+      await page.waitForSelector('[data-testid=keys-table]');
+      expect(await page.textContent('[data-testid=read-only-note]')).toContain('kubectl');
+      expect(await page.locator('form[aria-label="Create a key"]').count()).toBe(0);
+      expect(await page.locator('[data-action=revoke]').count()).toBe(0);
+      await shot(page, '13-keys-kubernetes');
+    } finally {
+      await context.close();
+      await kube?.close();
     }
   });
 
