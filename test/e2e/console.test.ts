@@ -297,7 +297,7 @@ describe('console', () => {
     }
   });
 
-  it('tells how to turn the admin API on when no token is configured', { timeout: 60_000 }, async () => {
+  it('tells how to turn the admin API on when no token is configured', { timeout: 120_000 }, async () => {
     const bare = await startTestGateway({ gateway: { adminPort: 0, adminHost: '127.0.0.1', adminConsoleDir: consoleDir } });
     const { context, page } = await newPage();
     try {
