@@ -217,7 +217,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
           prometheus: telemetry.prometheus,
           log,
           upstreams,
-          admin: { tokens: opts.adminTokens ?? [], holder, ledger, mode: opts.kubernetes ? 'kubernetes' : 'standalone', configPath: opts.kubernetes ? undefined : opts.configPath, reload, upstreams },
+          admin: { tokens: opts.adminTokens ?? [], holder, ledger, mode: opts.kubernetes ? 'kubernetes' : 'standalone', configPath: opts.kubernetes ? undefined : opts.configPath, reload, upstreams, governor },
           consoleDir: opts.adminConsoleDir ?? (existsSync(DEFAULT_CONSOLE_DIR) ? DEFAULT_CONSOLE_DIR : undefined),
           openapi: opts.openapi,
         });

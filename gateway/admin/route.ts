@@ -1,6 +1,7 @@
 // One admin route: its declaration (the RouteSpec the OpenAPI document is built from) and its handler, which gets
 // inputs already validated with the declaration's own schemas.
 import type { z } from 'zod';
+import type { Governor } from '../governance/governor.ts';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { SnapshotHolder } from '../snapshot/holder.ts';
 import type { RuntimeSnapshot } from '../snapshot/runtime.ts';
@@ -18,6 +19,8 @@ export interface AdminContext {
   configPath?: string;
   /** Standalone: loads the config file into the holder now (after an edit). */
   reload?: () => void;
+  /** Limits and budgets left now, for an organization's or a project's rules; absent: no `spend` in the views. */
+  governor?: Pick<Governor, 'describeRules'>;
   /** The registry's view of upstream health (the admin /upstreams body). */
   upstreams: () => { generation: number | null; upstreams: unknown[] };
 }

@@ -37,6 +37,16 @@ export const sessionSchema = z
   .object({ name: z.string(), role: z.enum(['read', 'write']), mode: z.enum(['standalone', 'kubernetes']), writable: z.boolean() })
   .meta({ id: 'AdminSession' });
 
+export const spendSchema = z
+  .object({
+    limits: z.array(z.object({ scope: z.string(), owner: z.string(), kind: z.string(), model: z.string().optional(), limit: z.number().int(), remaining: z.number().int(), reset_seconds: z.number().int() })),
+    budgets: z.array(
+      z.object({ scope: z.string(), owner: z.string(), period: z.string(), points: moneySchema, spent: moneySchema, remaining: moneySchema, soft_points: moneySchema.optional(), resets_at: z.string().nullable() }),
+    ),
+  })
+  .describe('What is left now of the scope\'s own rate limits and budgets (the same entries as the key\'s limits report).')
+  .meta({ id: 'AdminSpend' });
+
 export const organizationSchema = z
   .object({
     id: z.string(),
@@ -46,6 +56,7 @@ export const organizationSchema = z
     budget: budgetSchema.optional(),
     projects: z.array(z.string()).describe('Projects the organization lists or that one of its keys names.'),
     keys: z.number().int().describe('Keys in the organization (any state).'),
+    spend: spendSchema.optional().describe('On GET /admin/v1/organizations/:id only, when the organization has limits or a budget.'),
   })
   .meta({ id: 'AdminOrganization' });
 
@@ -56,6 +67,7 @@ export const projectSchema = z
     limits: limitsSchema.optional(),
     budget: budgetSchema.optional(),
     keys: z.number().int(),
+    spend: spendSchema.optional().describe('When the project has limits or a budget of its own.'),
   })
   .meta({ id: 'AdminProject' });
 

@@ -1,4 +1,5 @@
 // The snapshot as the admin API shows it: organizations, projects and keys as configured, never a hash or a secret.
+import type { Rule } from '../governance/rules.ts';
 import type { RuntimeKey, RuntimeSnapshot } from '../snapshot/runtime.ts';
 import type { ApiKey } from '../snapshot/schema.ts';
 import { ConfigEditError } from '../snapshot/config-keys.ts';
@@ -79,6 +80,16 @@ export function projectViews(s: RuntimeSnapshot, organization?: string) {
     p.keys++;
   }
   return [...byId.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, p]) => p);
+}
+
+/** The spend view of some rules (undefined when there are none or no governor). */
+export async function spendOf(ctx: AdminContext, rules: readonly Rule[] | undefined) {
+  if (!ctx.governor || !rules || rules.length === 0) return undefined;
+  try {
+    return await ctx.governor.describeRules(rules);
+  } catch (err) {
+    throw new AdminError('internal', `The limit counters cannot be read right now (${(err as Error).message}); try again shortly.`, { status: 503 });
+  }
 }
 
 /**

@@ -107,12 +107,17 @@ export class Governor {
   /** The limits and budgets of a key with what is left, for GET /api/business/v1/customer/limits. */
   async describe(key: RuntimeKey): Promise<LimitsView> {
     const gov = key.governance;
-    const now = this.now();
     const rules: Rule[] = gov ? [...gov.rules] : [];
     if (gov) for (const list of gov.byModel.values()) for (const r of list) if (!rules.includes(r)) rules.push(r);
+    return { key: key.id, project: key.project, organization: key.organization.id, backend: this.backend.kind, ...(await this.describeRules(rules)) };
+  }
+
+  /** What is left of each rule's limit or budget now (an organization's or a project's rules, for the admin API). */
+  async describeRules(rules: readonly Rule[]): Promise<Pick<LimitsView, 'limits' | 'budgets'>> {
+    const now = this.now();
     const spendKeys = rules.map((r) => (r.kind === 'budget' ? spendKey(r, now) : undefined));
     const v = await this.backend.peek(rules, spendKeys, now);
-    const view: LimitsView = { key: key.id, project: key.project, organization: key.organization.id, backend: this.backend.kind, limits: [], budgets: [] };
+    const view: Pick<LimitsView, 'limits' | 'budgets'> = { limits: [], budgets: [] };
     rules.forEach((r, i) => {
       if (r.kind === 'budget') {
         const left = v.remaining[i] as bigint;

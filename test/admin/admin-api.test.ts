@@ -222,9 +222,13 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     expect(patched.status).toBe(200);
     expect(patched.body).toMatchObject({ id: 'initech', budget: { month: '12.5' }, limits: { rpm: 60 } });
     expect((await call('PATCH', '/admin/v1/organizations/initech', { body: { limits: null } })).body.limits).toBeUndefined();
+    // What is left of its budget now, as the key's own limits report shows it.
+    const withSpend = await call('GET', '/admin/v1/organizations/initech');
+    expect(withSpend.body.spend.budgets).toEqual([expect.objectContaining({ scope: 'organization', owner: 'initech', period: 'month', points: '12.5', spent: '0', remaining: '12.5' })]);
     const project = await call('PATCH', '/admin/v1/projects/initech/labs', { body: { budget: { day: '1' } } });
     expect(project.body).toMatchObject({ id: 'labs', organization: 'initech', budget: { day: '1' }, keys: 0 });
     expect((await call('GET', '/admin/v1/projects?organization=initech')).body.data.map((p: Json) => p.id)).toEqual(['labs']);
+    expect(project.body.spend.budgets).toEqual([expect.objectContaining({ scope: 'project', owner: 'labs', period: 'day', points: '1', remaining: '1' })]);
     const bad = await call('PATCH', '/admin/v1/organizations/initech', { body: { limits: { rpm: -1 } } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details[0].location).toMatch(/^body\.limits/);

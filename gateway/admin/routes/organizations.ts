@@ -4,7 +4,18 @@ import { createOrganization, patchOrganization, patchProject } from '../../snaps
 import { budgetSchema } from '../../governance/limits-schema.ts';
 import { adminRoute, page, snapshotOf } from '../route.ts';
 import { errorSchema, limitsSchema, listOf, listQuery, organizationSchema, projectSchema, slugSchema } from '../schemas.ts';
-import { editConfig, organizationView, projectViews } from '../views.ts';
+import { editConfig, organizationView, projectViews, spendOf } from '../views.ts';
+import type { AdminContext } from '../route.ts';
+
+async function withProjectSpend(ctx: AdminContext, projects: ReturnType<typeof projectViews>) {
+  const s = snapshotOf(ctx);
+  return Promise.all(
+    projects.map(async (p) => {
+      const spend = await spendOf(ctx, s.organizations.get(p.organization)?.governance?.projects.get(p.id));
+      return spend ? { ...p, spend } : p;
+    }),
+  );
+}
 
 const errors = { 401: { description: 'No or wrong token.', schema: errorSchema } };
 const writeErrors = {
@@ -49,7 +60,12 @@ export const organizationRoutes = [
       params: z.object({ id: z.string().min(1).max(253) }),
       responses: { 200: { description: 'The organization.', schema: organizationSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...errors },
     },
-    (ctx, { params }) => ({ body: organizationView(snapshotOf(ctx), params.id), target: params.id }),
+    async (ctx, { params }) => {
+      const s = snapshotOf(ctx);
+      const org = organizationView(s, params.id);
+      const spend = await spendOf(ctx, s.organizations.get(params.id)?.governance?.rules);
+      return { body: spend ? { ...org, spend } : org, target: params.id };
+    },
   ),
   adminRoute(
     {
@@ -98,7 +114,10 @@ export const organizationRoutes = [
       query: z.object({ ...listQuery, organization: z.string().optional() }),
       responses: { 200: { description: 'A page of projects.', schema: listOf(projectSchema) }, ...errors },
     },
-    (ctx, { query }) => ({ body: page(projectViews(snapshotOf(ctx), query.organization), query.limit, query.cursor) }),
+    async (ctx, { query }) => {
+      const p = page(projectViews(snapshotOf(ctx), query.organization), query.limit, query.cursor);
+      return { body: { data: await withProjectSpend(ctx, p.data), next_cursor: p.next_cursor } };
+    },
   ),
   adminRoute(
     {
@@ -113,10 +132,10 @@ export const organizationRoutes = [
       body: z.object({ limits: limitsSchema.nullable().optional(), budget: budgetSchema.nullable().optional() }).strict(),
       responses: { 200: { description: 'The project.', schema: projectSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...writeErrors },
     },
-    (ctx, { params, body }) => {
+    async (ctx, { params, body }) => {
       editConfig(ctx, (path) => patchProject(path, params.organization, params.id, body));
       const p = projectViews(snapshotOf(ctx), params.organization).find((x) => x.id === params.id)!;
-      return { body: p, target: `${params.organization}/${params.id}` };
+      return { body: (await withProjectSpend(ctx, [p]))[0], target: `${params.organization}/${params.id}` };
     },
   ),
 ];
