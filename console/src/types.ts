@@ -38,8 +38,11 @@ export interface Budget {
   softPercent?: number;
 }
 
-/** Spend against a budget; the console shows whatever windows the API reports. */
-export type BudgetState = Record<string, unknown>;
+/** What is left now of a scope's own limits and budgets, as the governor counts them. */
+export interface Spend {
+  limits: { scope: string; owner: string; kind: string; model?: string; limit: number; remaining: number; reset_seconds: number }[];
+  budgets: { scope: string; owner: string; period: string; points: Decimal; spent: Decimal; remaining: Decimal; soft_points?: Decimal; resets_at: string | null }[];
+}
 
 export interface Organization {
   id: string;
@@ -49,7 +52,7 @@ export interface Organization {
   budget?: Budget;
   projects: string[];
   keys: number;
-  spend?: BudgetState;
+  spend?: Spend;
 }
 
 export interface Project {
@@ -58,7 +61,7 @@ export interface Project {
   limits?: Limits;
   budget?: Budget;
   keys: number;
-  spend?: BudgetState;
+  spend?: Spend;
 }
 
 export type KeyState = 'active' | 'revoked' | 'expired';

@@ -208,6 +208,9 @@ describe('console', () => {
       await page.click('[data-testid=top-projects] a');
       await page.waitForSelector('h2:has-text("acme / web")');
       await page.waitForSelector('[data-testid=keys-table]');
+      // The governor's own counters (what admission checks), which start from the ledger's spend for the period.
+      expect(await page.locator('[data-testid=budget-table]').getAttribute('data-source')).toBe('governor');
+      expect(await page.locator('[data-testid=limits-left]').textContent()).toContain('rpm');
       const today = page.locator('[data-testid=budget-table] tr[data-window=day]');
       await expect.poll(() => today.locator('td[data-spent]').getAttribute('data-spent')).toBe(ledgerSum[0].total);
       const spent = parseDecimal(ledgerSum[0].total);

@@ -5,9 +5,9 @@ import { ErrorNote, Loading, useLoad } from '../components/load.tsx';
 import { useRange } from '../components/range.tsx';
 import type { Metric } from '../components/usage-chart.tsx';
 import { UsageChart } from '../components/usage-chart.tsx';
-import { formatPoints, isDecimal, subtractDecimal } from '../decimal.ts';
+import { compareDecimal, formatCount, formatPoints, subtractDecimal } from '../decimal.ts';
 import { href } from '../router.ts';
-import type { Budget, BudgetState, Limits, Project, Usage } from '../types.ts';
+import type { Budget, Limits, Project, Spend, Usage } from '../types.ts';
 import { budgetText, KeysManager, limitsText } from './keys.tsx';
 import { MetricToggle, Totals, usageQuery } from './overview.tsx';
 
@@ -64,79 +64,121 @@ export function Projects() {
 }
 
 const WINDOWS = ['day', 'month', 'total'] as const;
-
-/** One budget window's spent amount from whatever shape the API reports it in. */
-function spentIn(state: BudgetState | undefined, window: string): string | undefined {
-  const v = state?.[window];
-  if (isDecimal(v)) return v;
-  if (v && typeof v === 'object') {
-    const o = v as Record<string, unknown>;
-    for (const k of ['spent', 'used', 'cost_points']) if (isDecimal(o[k])) return o[k];
-  }
-  return undefined;
+type Window = (typeof WINDOWS)[number];
+interface BudgetRow {
+  period: string;
+  points: string;
+  spent?: string;
+  remaining?: string;
+  soft?: string;
+  resetsAt?: string | null;
 }
 
 // Each budget window's start, UTC; "total" reaches back as far as the usage report may (366 days).
-function windowStart(w: (typeof WINDOWS)[number], now: Date): Date {
+function windowStart(w: Window, now: Date): Date {
   if (w === 'day') return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
   if (w === 'month') return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   return new Date(now.getTime() - 365 * 86_400_000);
 }
 
-/** What the ledger says was spent in each budget window, as exact decimal strings. */
-async function spendFromLedger(windows: (typeof WINDOWS)[number][], scope: Record<string, string>): Promise<BudgetState> {
+/** Without the governor's counters (no spend in the answer): what the ledger says was spent in each window. */
+async function budgetFromLedger(budget: Budget, scope: Record<string, string>): Promise<BudgetRow[]> {
+  const windows = WINDOWS.filter((w) => budget[w] !== undefined);
   const now = new Date();
   const to = new Date(now.getTime() + 3_600_000).toISOString();
-  const spent = await Promise.all(windows.map((w) => get<Usage>('/admin/v1/usage', { from: windowStart(w, now).toISOString(), to, bucket: 'day', group_by: 'project', ...scope })));
-  return Object.fromEntries(windows.map((w, i) => [w, spent[i].total.cost_points]));
+  const usage = await Promise.all(windows.map((w) => get<Usage>('/admin/v1/usage', { from: windowStart(w, now).toISOString(), to, bucket: 'day', group_by: 'project', ...scope })));
+  return windows.map((w, i) => {
+    const points = String(budget[w]);
+    const spent = usage[i].total.cost_points;
+    return { period: w, points, spent, remaining: subtractDecimal(points, spent) };
+  });
 }
 
-export function BudgetPanel({ budget, limits, scope }: { budget?: Budget; limits?: Limits; scope: Record<string, string> }) {
-  const windows = WINDOWS.filter((w) => budget?.[w] !== undefined);
-  const spend = useLoad(() => (windows.length ? spendFromLedger(windows, scope) : Promise.resolve({})), [windows.join(), JSON.stringify(scope)]);
+const periodLabel = (p: string): string => (p === 'day' ? 'today (UTC)' : p === 'month' ? 'this month (UTC)' : p === 'total' ? 'total' : p);
+
+function resetIn(seconds: number): string {
+  if (seconds < 90) return `${seconds} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  return `${Math.round(seconds / 3600)} h`;
+}
+
+export function BudgetPanel({ budget, limits, spend, scope }: { budget?: Budget; limits?: Limits; spend?: Spend; scope: Record<string, string> }) {
+  // The governor's counters when the API gives them (what admission really checks); else the ledger's sums.
+  const own = spend?.budgets.filter((b) => b.scope === 'project' || !scope.project) ?? [];
+  const fromGovernor: BudgetRow[] | undefined = spend && own.length ? own.map((b) => ({ period: b.period, points: b.points, spent: b.spent, remaining: b.remaining, soft: b.soft_points, resetsAt: b.resets_at })) : undefined;
+  const ledger = useLoad(() => (fromGovernor || !budget ? Promise.resolve([]) : budgetFromLedger(budget, scope)), [JSON.stringify(budget), JSON.stringify(scope), !!fromGovernor]);
+  const rows = fromGovernor ?? ledger.data ?? [];
+  const rateLeft = spend?.limits ?? [];
   return (
     <section class="panel">
       <h3>Limits and budget</h3>
       <p>
         <strong>Rate limits:</strong> {limits ? limitsText(limits) || 'none' : 'none of its own (organization and key limits still apply)'}
       </p>
-      {windows.length === 0 ? (
+      {rateLeft.length > 0 && (
+        <table class="data" data-testid="limits-left">
+          <thead>
+            <tr>
+              <th>Limit</th>
+              <th class="num">Per minute / at once</th>
+              <th class="num">Left now</th>
+              <th class="num">Refills in</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rateLeft.map((l, i) => (
+              <tr key={i}>
+                <td>
+                  {l.kind}
+                  {l.model ? ` (${l.model})` : ''}
+                </td>
+                <td class="num">{formatCount(l.limit)}</td>
+                <td class="num">{formatCount(l.remaining)}</td>
+                <td class="num">{resetIn(l.reset_seconds)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {!budget && !fromGovernor ? (
         <p>
           <strong>Budget:</strong> none of its own.
         </p>
       ) : (
-        <table class="data" data-testid="budget-table">
+        <table class="data" data-testid="budget-table" data-source={fromGovernor ? 'governor' : 'ledger'}>
           <thead>
             <tr>
               <th>Budget</th>
               <th class="num">Limit (points)</th>
               <th class="num">Spent</th>
               <th class="num">Left</th>
+              <th>Resets</th>
             </tr>
           </thead>
           <tbody>
-            {windows.map((w) => {
-              const limit = String(budget![w]);
-              const spent = spentIn(spend.data, w);
-              const left = spent === undefined ? undefined : subtractDecimal(limit, spent);
+            {rows.map((r) => {
+              const over = r.remaining?.startsWith('-') || (r.remaining !== undefined && r.spent !== undefined && compareDecimal(r.spent, r.points) >= 0);
               return (
-                <tr key={w} data-window={w}>
-                  <td>{w === 'total' ? 'total (spent: last 366 days)' : w === 'day' ? 'today (UTC)' : 'this month (UTC)'}</td>
-                  <td class="num mono">{formatPoints(limit)}</td>
-                  <td class="num mono" data-spent={spent}>
-                    {spent === undefined ? '—' : formatPoints(spent)}
+                <tr key={r.period} data-window={r.period}>
+                  <td>{periodLabel(r.period)}</td>
+                  <td class="num mono">{formatPoints(r.points)}</td>
+                  <td class="num mono" data-spent={r.spent}>
+                    {r.spent === undefined ? '—' : formatPoints(r.spent)}
                   </td>
-                  <td class={`num mono ${left?.startsWith('-') ? 'over' : ''}`} data-left={left}>
-                    {left === undefined ? '—' : left.startsWith('-') ? `0 (over by ${formatPoints(left.slice(1))})` : formatPoints(left)}
+                  <td class={`num mono ${over ? 'over' : ''}`} data-left={r.remaining}>
+                    {r.remaining === undefined ? '—' : r.remaining.startsWith('-') ? `0 (over by ${formatPoints(r.remaining.slice(1))})` : formatPoints(r.remaining)}
                   </td>
+                  <td class="mono small-text">{r.resetsAt ? r.resetsAt.slice(0, 16).replace('T', ' ') : r.period === 'total' ? 'never' : '—'}</td>
                 </tr>
               );
             })}
           </tbody>
         </table>
       )}
-      <ErrorNote error={spend.error} />
-      {windows.length > 0 && <p class="muted">Spent is the ledger's cost in the window, the same sums as the usage report.</p>}
+      <ErrorNote error={ledger.error} />
+      {rows.length > 0 && (
+        <p class="muted">{fromGovernor ? 'Spent and left as the gateway counts them for admission right now.' : "Spent is the ledger's cost in the window (the usage report's sums); a total budget shows the last 366 days."}</p>
+      )}
       {budget?.softPercent !== undefined && <p class="muted">Answers are flagged once {budget.softPercent}% of a budget is spent.</p>}
     </section>
   );
@@ -168,7 +210,7 @@ export function ProjectPage({ organization, project }: { organization: string; p
           </section>
         </>
       )}
-      {info.data ? <BudgetPanel budget={info.data.budget} limits={info.data.limits} scope={{ organization, project }} /> : !info.loading && <p class="muted">This project has no entry of its own yet: only its organization's limits apply.</p>}
+      {info.data ? <BudgetPanel budget={info.data.budget} limits={info.data.limits} spend={info.data.spend} scope={{ organization, project }} /> : !info.loading && <p class="muted">This project has no entry of its own yet: only its organization's limits apply.</p>}
       <KeysManager organization={organization} project={project} />
     </div>
   );
