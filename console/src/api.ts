@@ -14,8 +14,15 @@ export class ApiError extends Error {
   }
 }
 
+let onUnauthorized: (() => void) | undefined;
+
 export function signOut(): void {
   token = undefined;
+}
+
+/** Called when the kept token stops being accepted (removed from the gateway's tokens): the page signs out. */
+export function whenUnauthorized(fn: () => void): void {
+  onUnauthorized = fn;
 }
 
 export function signedIn(): boolean {
@@ -61,6 +68,10 @@ async function call<T>(method: string, path: string, opts: { query?: Query; body
   }
   if (!res.ok) {
     const e = (json as ApiErrorBody | undefined)?.error;
+    if (res.status === 401 && opts.bearer === undefined && token !== undefined) {
+      token = undefined;
+      onUnauthorized?.();
+    }
     throw new ApiError(res.status, e?.code ?? 'http_error', e?.message ?? `HTTP ${res.status}`);
   }
   return json as T;

@@ -1,6 +1,6 @@
 // The console shell: sign-in, then a navigation bar and the page the hash names.
-import { useState } from 'preact/hooks';
-import { ApiError, signIn, signOut } from './api.ts';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, signIn, signOut, whenUnauthorized } from './api.ts';
 import { describeError } from './components/load.tsx';
 import { Keys } from './pages/keys.tsx';
 import { Models } from './pages/models.tsx';
@@ -13,9 +13,9 @@ import { href, useRoute } from './router.ts';
 import { readOnlyReason, SessionContext } from './session.ts';
 import type { Session } from './types.ts';
 
-function SignIn({ onSignedIn }: { onSignedIn: (s: Session) => void }) {
+function SignIn({ onSignedIn, notice }: { onSignedIn: (s: Session) => void; notice?: string }) {
   const [value, setValue] = useState('');
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<string | undefined>(notice);
   const [disabled, setDisabled] = useState(false);
   const [busy, setBusy] = useState(false);
   const submit = async (e: Event) => {
@@ -94,8 +94,26 @@ function Page({ route }: { route: Route }) {
 
 export function App() {
   const [session, setSession] = useState<Session>();
+  const [notice, setNotice] = useState<string>();
   const route = useRoute();
-  if (!session) return <SignIn onSignedIn={setSession} />;
+  useEffect(
+    () =>
+      whenUnauthorized(() => {
+        setSession(undefined);
+        setNotice('The gateway no longer accepts that token: sign in again.');
+      }),
+    [],
+  );
+  if (!session)
+    return (
+      <SignIn
+        notice={notice}
+        onSignedIn={(s) => {
+          setNotice(undefined);
+          setSession(s);
+        }}
+      />
+    );
   const current = route.page === 'project' ? 'projects' : route.page;
   const readOnly = readOnlyReason(session);
   return (

@@ -272,13 +272,14 @@ describe('console', () => {
     }
   });
 
-  it('is read-only on Kubernetes, even for a write token, and says to use kubectl', { timeout: 60_000 }, async () => {
+  it('is read-only on Kubernetes, even for a write token, says to use kubectl, and signs out when the token is withdrawn', { timeout: 60_000 }, async () => {
     // An admin server in Kubernetes mode over the same gateway state (the custom resources are the write path there).
+    const kubeTokens = [...adminTokens];
     const kube = await startAdminServer({
       port: 0,
       host: '127.0.0.1',
       prometheus: t.gw.telemetry.prometheus,
-      admin: { tokens: adminTokens, holder: t.gw.holder, ledger: t.gw.ledger, mode: 'kubernetes', upstreams: () => ({ generation: null, upstreams: [] }) },
+      admin: { tokens: kubeTokens, holder: t.gw.holder, ledger: t.gw.ledger, mode: 'kubernetes', upstreams: () => ({ generation: null, upstreams: [] }) },
       consoleDir,
     });
     const { context, page } = await newPage();
@@ -294,6 +295,13 @@ describe('console', () => {
       expect(await page.locator('form[aria-label="Create a key"]').count()).toBe(0);
       expect(await page.locator('[data-action=revoke]').count()).toBe(0);
       await shot(page, '13-keys-kubernetes');
+      // The token withdrawn on the server (this server reads its list on each call): the page signs out and says why.
+      kubeTokens.splice(kubeTokens.findIndex((k) => k.name === 'ops'), 1);
+      await page.click('nav.top a:text-is("Models")');
+      await page.waitForSelector('form[aria-label="Sign in"]');
+      expect(await page.textContent('[role=alert]')).toContain('no longer accepts');
+      expect(problems.filter((p) => !p.includes('401'))).toEqual([]);
+      problems.length = 0;
     } finally {
       await context.close();
       await kube?.close();
