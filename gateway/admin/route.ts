@@ -74,9 +74,23 @@ export function decodeCursor<T>(cursor: string | undefined, check: (v: unknown) 
   return v;
 }
 
-/** An offset page over an in-memory list (snapshot-backed lists are small and already in memory). */
-export function page<T>(items: readonly T[], limit: number, cursor: string | undefined): { data: T[]; next_cursor: string | null } {
-  const at = decodeCursor(cursor, (v): v is { o: number } => typeof v === 'object' && v !== null && Number.isSafeInteger((v as { o: unknown }).o) && (v as { o: number }).o >= 0) ?? { o: 0 };
-  const data = items.slice(at.o, at.o + limit);
-  return { data, next_cursor: at.o + limit < items.length ? encodeCursor({ o: at.o + limit }) : null };
+/**
+ * A keyset page over an in-memory list sorted by `keyOf` (strictly ascending, byte order): the cursor is the last
+ * key shown, so an item added or removed meanwhile neither repeats nor skips another.
+ */
+export function page<T>(items: readonly T[], limit: number, cursor: string | undefined, keyOf: (item: T) => string): { data: T[]; next_cursor: string | null } {
+  const after = decodeCursor(cursor, (v): v is { a: string } => typeof v === 'object' && v !== null && typeof (v as { a: unknown }).a === 'string');
+  let start = 0;
+  if (after) while (start < items.length && keyOf(items[start]) <= after.a) start++;
+  const data = items.slice(start, start + limit);
+  return { data, next_cursor: start + limit < items.length ? encodeCursor({ a: keyOf(data[data.length - 1]) }) : null };
+}
+
+/** Byte-order comparison (the order every list pages in). */
+export function byKey<T>(keyOf: (item: T) => string): (a: T, b: T) => number {
+  return (a, b) => {
+    const x = keyOf(a);
+    const y = keyOf(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  };
 }

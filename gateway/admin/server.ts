@@ -150,6 +150,10 @@ function sameOrigin(req: FastifyRequest, origin: string): boolean {
   return host !== undefined && (origin === `http://${host}` || origin === `https://${host}`);
 }
 
+function isEmptyObject(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+}
+
 function parse(schema: z.ZodType | undefined, value: unknown, location: string): unknown {
   if (!schema) return undefined;
   const r = schema.safeParse(value ?? (location === 'body' ? undefined : {}));
@@ -192,7 +196,8 @@ function registerRoute(app: FastifyInstance, ctx: AdminContext & { tokens: reado
         body: parse(spec.body, req.body, 'body'),
         who: req.adminWho!,
       } as Parameters<AdminRoute['handle']>[1];
-      if (!spec.body && req.body !== undefined) throw new AdminError('invalid_request', 'This call takes no body.');
+      // A bodiless call may still send `{}` (what many fetch wrappers do); anything more is a mistake worth saying.
+      if (!spec.body && req.body !== undefined && !isEmptyObject(req.body)) throw new AdminError('invalid_request', 'This call takes no body.');
       const out = await route.handle(ctx, input);
       req.adminTarget = out.target;
       reply.code(out.status ?? 200).header('content-type', 'application/json; charset=utf-8');

@@ -63,6 +63,11 @@ export function organizationView(s: RuntimeSnapshot, id: string) {
   };
 }
 
+/** A project's sort and cursor key: organization, then id (NUL sorts before every character a slug may hold). */
+export function projectKey(p: { organization: string; id: string }): string {
+  return `${p.organization}\u0000${p.id}`;
+}
+
 /** Every project an organization lists or a key names, ordered by organization then id. */
 export function projectViews(s: RuntimeSnapshot, organization?: string) {
   const byId = new Map<string, { id: string; organization: string; limits?: unknown; budget?: unknown; keys: number }>();

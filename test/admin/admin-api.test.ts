@@ -157,7 +157,8 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     const revoked = await call('POST', `/admin/v1/keys/${id}/revoke`);
     expect(revoked.status).toBe(200);
     expect(revoked.body.state).toBe('revoked');
-    expect((await call('POST', `/admin/v1/keys/${id}/revoke`)).body.state).toBe('revoked');
+    expect((await call('POST', `/admin/v1/keys/${id}/revoke`, { body: {} })).body.state).toBe('revoked');
+    expect((await call('POST', `/admin/v1/keys/${id}/revoke`, { body: { why: 'x' } })).status).toBe(400);
     await expect(client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'again' }] })).rejects.toMatchObject({ status: 401 });
     expect((await call('GET', `/admin/v1/keys?state=revoked&organization=acme`)).body.data.map((k: Json) => k.id)).toContain(id);
   });
@@ -238,7 +239,20 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     const renamed = await call('PATCH', `/admin/v1/keys/${key.id}`, { body: { name: 'renamed', expiresAt: '2020-01-01T00:00:00Z' } });
     expect(renamed.body).toMatchObject({ name: 'renamed', state: 'expired' });
     expect((await call('PATCH', `/admin/v1/keys/${key.id}`, { body: { expiresAt: null } })).body.state).toBe('active');
+    // A key created between two pages neither repeats an item nor skips one (keyset cursors).
+    const first = await call('GET', '/admin/v1/keys?limit=2');
+    await call('POST', '/admin/v1/keys', { body: { organization: 'initech', project: 'labs' } });
+    const rest: Json[] = [];
+    for (let cursor = first.body.next_cursor; cursor; ) {
+      const next = await call('GET', `/admin/v1/keys?limit=2&cursor=${encodeURIComponent(cursor)}`);
+      rest.push(...next.body.data);
+      cursor = next.body.next_cursor;
+    }
+    const seen = [...first.body.data, ...rest].map((k: Json) => k.id);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).toEqual([...seen].sort());
     const keys = await all('/admin/v1/keys', 2);
+    expect(keys.map((k) => k.id).filter((id) => id > first.body.data[1].id)).toEqual(rest.map((k: Json) => k.id));
     expect(keys.map((k) => k.id)).toEqual([...keys.map((k) => k.id)].sort());
     expect(JSON.stringify(keys)).not.toMatch(/sha256:|sk_live_[A-Za-z0-9]{20}/);
   });
@@ -301,7 +315,7 @@ describe('console files on the admin port', () => {
     const outside = `${dir}-secret.txt`;
     writeFileSync(outside, 'secret');
     const telemetry = await createTelemetry({ env: {} });
-    const server = await startAdminServer({ port: 0, prometheus: telemetry.prometheus, consoleDir: dir });
+    const server = await startAdminServer({ port: 0, prometheus: telemetry.prometheus, consoleDir: dir, openapi: () => ({ openapi: '3.1.0', paths: {} }) });
     try {
       const index = await fetch(`${server!.url}/`);
       expect(index.status).toBe(200);
@@ -321,6 +335,11 @@ describe('console files on the admin port', () => {
         expect(res.status).toBe(404);
         expect(await res.text()).not.toContain('secret');
       }
+      // The OpenAPI hook: served as given, without a token.
+      const doc = await fetch(`${server!.url}/openapi.json`);
+      expect(doc.status).toBe(200);
+      expect(await doc.json()).toEqual({ openapi: '3.1.0', paths: {} });
+      expect(server!.listRoutes()).toEqual(expect.arrayContaining([{ method: 'GET', path: '/openapi.json' }, { method: 'GET', path: '/' }, { method: 'GET', path: '/console/*' }]));
       // No admin API configured on this server: its paths are plain 404s in the admin error shape.
       expect((await fetch(`${server!.url}/admin/v1/session`)).status).toBe(404);
     } finally {

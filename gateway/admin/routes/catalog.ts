@@ -3,10 +3,14 @@
 import { z } from 'zod';
 import { PROTOCOLS } from '../../snapshot/schema.ts';
 import type { PricingGroup } from '../../snapshot/schema.ts';
-import { adminRoute, page, snapshotOf } from '../route.ts';
+import { adminRoute, byKey, page, snapshotOf } from '../route.ts';
 import { errorSchema, listOf, listQuery, modelSchema, pricingGroupSchema, providerSchema, upstreamsSchema } from '../schemas.ts';
 
-const errors = { 401: { description: 'No or wrong token.', schema: errorSchema } };
+const errors = {
+  400: { description: 'Invalid input.', schema: errorSchema },
+  401: { description: 'No or wrong token.', schema: errorSchema },
+  503: { description: 'No configuration loaded yet, or the limit counters cannot be read.', schema: errorSchema },
+};
 const dec = (v: string | number) => String(v);
 
 function prices(p: { input: string | number; output: string | number; cacheRead: string | number; cacheWrite: string | number }) {
@@ -32,7 +36,8 @@ export const catalogRoutes = [
       responses: { 200: { description: 'A page of models.', schema: listOf(modelSchema) }, ...errors },
     },
     (ctx, { query }) => {
-      const p = page(snapshotOf(ctx).models, query.limit, query.cursor);
+      const id = (m: { id: string }) => m.id;
+      const p = page([...snapshotOf(ctx).models].sort(byKey(id)), query.limit, query.cursor, id);
       return {
         body: {
           next_cursor: p.next_cursor,
@@ -69,8 +74,8 @@ export const catalogRoutes = [
     },
     (ctx, { query }) => {
       const s = snapshotOf(ctx);
-      const groups = [...s.pricingGroups.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
-      const p = page(groups, query.limit, query.cursor);
+      const id = (g: { id: string }) => g.id;
+      const p = page([...s.pricingGroups.values()].sort(byKey(id)), query.limit, query.cursor, id);
       return { body: { next_cursor: p.next_cursor, data: p.data.map((g) => pricingView(g, s.models.filter((m) => m.config.pricingGroup === g.id).map((m) => m.id))) } };
     },
   ),
@@ -88,8 +93,8 @@ export const catalogRoutes = [
     },
     (ctx, { query }) => {
       const s = snapshotOf(ctx);
-      const providers = [...s.providers.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
-      const p = page(providers, query.limit, query.cursor);
+      const id = (x: { id: string }) => x.id;
+      const p = page([...s.providers.values()].sort(byKey(id)), query.limit, query.cursor, id);
       return {
         body: {
           next_cursor: p.next_cursor,

@@ -9,7 +9,11 @@ import { createdKeySchema, errorSchema, keySchema, keyStateSchema, limitsSchema,
 import { allKeys, editConfig, findKey, keyState, keyView } from '../views.ts';
 
 const idParams = z.object({ id: z.string().min(1).max(253) });
-const errors = { 401: { description: 'No or wrong token.', schema: errorSchema } };
+const errors = {
+  400: { description: 'Invalid input.', schema: errorSchema },
+  401: { description: 'No or wrong token.', schema: errorSchema },
+  503: { description: 'No configuration loaded yet, or the limit counters cannot be read.', schema: errorSchema },
+};
 const writeErrors = {
   ...errors,
   400: { description: 'Invalid input.', schema: errorSchema },
@@ -41,7 +45,7 @@ export const keyRoutes = [
     (ctx, { query }) => {
       const now = Date.now();
       const keys = allKeys(snapshotOf(ctx)).filter((k) => (query.organization === undefined || k.organization === query.organization) && (!query.project || k.project === query.project) && (query.state === undefined || keyState(k, now) === query.state));
-      const p = page(keys, query.limit, query.cursor);
+      const p = page(keys, query.limit, query.cursor, (k) => k.id);
       return { body: { data: p.data.map((k) => keyView(k, now)), next_cursor: p.next_cursor } };
     },
   ),

@@ -2,9 +2,9 @@
 import { z } from 'zod';
 import { createOrganization, patchOrganization, patchProject } from '../../snapshot/config-keys.ts';
 import { budgetSchema } from '../../governance/limits-schema.ts';
-import { adminRoute, page, snapshotOf } from '../route.ts';
+import { adminRoute, byKey, page, snapshotOf } from '../route.ts';
 import { errorSchema, limitsSchema, listOf, listQuery, organizationSchema, projectSchema, slugSchema } from '../schemas.ts';
-import { editConfig, organizationView, projectViews, spendOf } from '../views.ts';
+import { editConfig, organizationView, projectKey, projectViews, spendOf } from '../views.ts';
 import type { AdminContext } from '../route.ts';
 
 async function withProjectSpend(ctx: AdminContext, projects: ReturnType<typeof projectViews>) {
@@ -17,7 +17,11 @@ async function withProjectSpend(ctx: AdminContext, projects: ReturnType<typeof p
   );
 }
 
-const errors = { 401: { description: 'No or wrong token.', schema: errorSchema } };
+const errors = {
+  400: { description: 'Invalid input.', schema: errorSchema },
+  401: { description: 'No or wrong token.', schema: errorSchema },
+  503: { description: 'No configuration loaded yet, or the limit counters cannot be read.', schema: errorSchema },
+};
 const writeErrors = {
   ...errors,
   400: { description: 'Invalid input.', schema: errorSchema },
@@ -43,8 +47,8 @@ export const organizationRoutes = [
     },
     (ctx, { query }) => {
       const s = snapshotOf(ctx);
-      const ids = [...s.organizations.keys()].sort();
-      const p = page(ids, query.limit, query.cursor);
+      const self = (id: string) => id;
+      const p = page([...s.organizations.keys()].sort(byKey(self)), query.limit, query.cursor, self);
       return { body: { data: p.data.map((id) => organizationView(s, id)), next_cursor: p.next_cursor } };
     },
   ),
@@ -115,7 +119,7 @@ export const organizationRoutes = [
       responses: { 200: { description: 'A page of projects.', schema: listOf(projectSchema) }, ...errors },
     },
     async (ctx, { query }) => {
-      const p = page(projectViews(snapshotOf(ctx), query.organization), query.limit, query.cursor);
+      const p = page(projectViews(snapshotOf(ctx), query.organization), query.limit, query.cursor, projectKey);
       return { body: { data: await withProjectSpend(ctx, p.data), next_cursor: p.next_cursor } };
     },
   ),
