@@ -219,6 +219,9 @@ describe('console', () => {
       await shot(page, '05-project');
 
       await open(page, 'Projects');
+      await page.waitForSelector('[data-testid=organizations-table] tbody tr');
+      expect(await page.locator('[data-testid=projects-table] tr', { hasText: 'web' }).textContent()).toContain('of 5 left');
+      expect(await page.locator('[data-testid=organizations-table] tr', { hasText: 'acme' }).textContent()).toContain('0.9');
       await shot(page, '06-projects');
       await open(page, 'Models');
       await page.waitForSelector('[data-testid=models-table] tbody tr');

@@ -7,9 +7,56 @@ import type { Metric } from '../components/usage-chart.tsx';
 import { UsageChart } from '../components/usage-chart.tsx';
 import { compareDecimal, formatCount, formatPoints, subtractDecimal } from '../decimal.ts';
 import { href } from '../router.ts';
-import type { Budget, Limits, Project, Spend, Usage } from '../types.ts';
+import type { Budget, Limits, Organization, Project, Spend, Usage } from '../types.ts';
 import { budgetText, KeysManager, limitsText } from './keys.tsx';
 import { MetricToggle, Totals, usageQuery } from './overview.tsx';
+
+/** Budgets left in a compact line: "day 4.99 of 5 left; month …". */
+function budgetLeftText(spend: Spend | undefined): string | undefined {
+  const own = spend?.budgets ?? [];
+  return own.length ? own.map((b) => `${b.period}: ${formatPoints(b.remaining)} of ${formatPoints(b.points)} left`).join('; ') : undefined;
+}
+
+function Organizations() {
+  // The list, then each organization's own view, which carries what is left of its limits and budgets.
+  const orgs = useLoad(async () => {
+    const page = await list<Organization>('/admin/v1/organizations', { limit: 500 });
+    return Promise.all(page.data.map((o) => (o.limits || o.budget ? get<Organization>(`/admin/v1/organizations/${encodeURIComponent(o.id)}`) : Promise.resolve(o))));
+  }, []);
+  return (
+    <section class="panel">
+      <h3>Organizations</h3>
+      <ErrorNote error={orgs.error} />
+      <table class="data" data-testid="organizations-table">
+        <thead>
+          <tr>
+            <th>Organization</th>
+            <th>Models</th>
+            <th class="num">Discount</th>
+            <th class="num">Keys</th>
+            <th>Limits</th>
+            <th>Budget</th>
+          </tr>
+        </thead>
+        <tbody>
+          {orgs.data?.map((o) => (
+            <tr key={o.id}>
+              <td>{o.id}</td>
+              <td class="mono small-text">{o.models.join(', ') || '—'}</td>
+              <td class="num mono">{o.discount ?? '—'}</td>
+              <td class="num">{o.keys}</td>
+              <td class="small-text">{o.limits ? limitsText(o.limits) : '—'}</td>
+              <td class="small-text">
+                {o.budget ? budgetText(o.budget) : '—'}
+                {budgetLeftText(o.spend) && <div class="muted">{budgetLeftText(o.spend)}</div>}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
 
 export function Projects() {
   const [organization, setOrganization] = useState('');
@@ -52,13 +99,17 @@ export function Projects() {
                   </td>
                   <td class="num">{p.keys}</td>
                   <td class="small-text">{p.limits ? limitsText(p.limits) : '—'}</td>
-                  <td class="small-text">{p.budget ? budgetText(p.budget) : '—'}</td>
+                  <td class="small-text">
+                    {p.budget ? budgetText(p.budget) : '—'}
+                    {budgetLeftText(p.spend) && <div class="muted">{budgetLeftText(p.spend)}</div>}
+                  </td>
                 </tr>
               ))}
             </tbody>
           </table>
         </section>
       </Loading>
+      <Organizations />
     </div>
   );
 }
