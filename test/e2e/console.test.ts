@@ -156,6 +156,8 @@ describe('console', () => {
       // Other traffic on other models (the chart stacks them; the new key's model keeps only its own request).
       const acme = new OpenAI({ baseURL: `${t.url}/api/v1`, apiKey: t.keys.acme, maxRetries: 0 });
       for (const model of ['openai/tiered', 'openai/tiered', 'openai/legacy']) await acme.chat.completions.create({ model, messages: [{ role: 'user', content: `Some traffic on ${model}` }] });
+      // Every row in the database before any page or query below reads it (the ledger flushes in the background).
+      await expect.poll(async () => (await t.gw.store.query<{ n: string }>('SELECT count(*)::text AS n FROM usage_events')).rows[0].n).toBe('4');
       const row = await ledgerRow(requestId);
       expect(response.headers.get('x-tollgate-cost-points')).toBe(row.cost_points);
 
