@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../../gateway/gateway.ts';
 import { startGateway } from '../../gateway/gateway.ts';
+import { parseAdminTokens } from '../../gateway/admin/tokens.ts';
 import type { RunningOperator } from '../../operator/operator.ts';
 import { startOperator } from '../../operator/operator.ts';
 import type { FakeApiServer } from '../k8s-fake/api-server.ts';
@@ -25,6 +26,7 @@ import type { FakeUpstream } from '../upstream/server.ts';
 import { startFakeUpstream } from '../upstream/server.ts';
 
 const NS = 'tollgate';
+const ADMIN_TOKEN = 'tga_cluster_0123456789abcdef';
 const FAST = { relistMs: 60_000, lastSeenLimitMs: 5_000, backoffBaseMs: 50, backoffMaxMs: 500 };
 
 const tokensOf = (u: OpenAI.CompletionUsage) => ({
@@ -62,6 +64,8 @@ describe('cluster mode: operator + two gateways on the fake API server', () => {
           host: '127.0.0.1',
           logger: false,
           flushIntervalMs: 50,
+          // The admin API on one pod: read-only in cluster mode (ADR 0018).
+          ...(pod === 'gw-a' ? { adminPort: 0, adminTokens: parseAdminTokens(`ops:write:${ADMIN_TOKEN}`, 'test') } : {}),
         }),
       );
     }
@@ -121,6 +125,20 @@ describe('cluster mode: operator + two gateways on the fake API server', () => {
     for (const [kind, name] of [['Provider', 'fake-openai'], ['PricingGroup', 'mini'], ['Organization', 'acme'], ['ApiKey', 'web-frontend']] as const) {
       await eventually(async () => (await cluster.condition(kind, name, 'Applied'))?.message === '2/2 pods serve generation 1', 5000, `${kind} Applied`);
     }
+  });
+
+  it('shows keys and billed requests on the admin API, and refuses every write there (405 read_only)', async () => {
+    const admin = gateways[0].adminUrl!;
+    const h = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    expect(await (await fetch(`${admin}/admin/v1/session`, { headers: h })).json()).toEqual({ name: 'ops', role: 'write', mode: 'kubernetes', writable: false });
+    const keys = (await (await fetch(`${admin}/admin/v1/keys?organization=acme`, { headers: h })).json()) as { data: { prefix: string; project: string; state: string }[] };
+    expect(keys.data).toContainEqual(expect.objectContaining({ prefix: key.slice(0, 14), project: 'web', state: 'active' }));
+    await gateways[0].ledger.flush();
+    const requests = (await (await fetch(`${admin}/admin/v1/requests?organization=acme`, { headers: h })).json()) as { data: { status: number; project: string; key_prefix: string }[] };
+    expect(requests.data).toContainEqual(expect.objectContaining({ status: 200, project: 'web', key_prefix: key.slice(0, 14) }));
+    const write = await fetch(`${admin}/admin/v1/keys`, { method: 'POST', headers: h, body: JSON.stringify({ organization: 'acme', project: 'web' }) });
+    expect(write.status).toBe(405);
+    expect(((await write.json()) as { error: { code: string } }).error.code).toBe('read_only');
   });
 
   it('bills a price change at the new price within one second on both gateways', async () => {
