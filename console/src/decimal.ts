@@ -1,5 +1,5 @@
-// Decimal strings from the API, handled as strings: grouped for reading, compared and subtracted exactly with
-// BigInt. Money never passes through a float here; only the chart's bar heights do (numberForChart).
+// Decimal strings from the API, handled as strings: grouped for reading, compared exactly with BigInt. Money
+// never passes through a float here; only the chart's bar heights do (numberForChart).
 import type { Decimal } from './types.ts';
 
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/;
@@ -26,32 +26,12 @@ function scaled(s: string, scale: number): bigint {
   return p.neg ? -v : v;
 }
 
-function unscale(v: bigint, scale: number): string {
-  const neg = v < 0n;
-  const digits = (neg ? -v : v).toString().padStart(scale + 1, '0');
-  const int = digits.slice(0, digits.length - scale);
-  const frac = scale ? digits.slice(digits.length - scale).replace(/0+$/, '') : '';
-  return `${neg ? '-' : ''}${int}${frac ? `.${frac}` : ''}`;
-}
-
 const scaleOf = (...xs: string[]): number => Math.max(0, ...xs.map((x) => parts(x).frac.length));
 
 export function compareDecimal(a: Decimal, b: Decimal): number {
   const s = scaleOf(a, b);
   const d = scaled(a, s) - scaled(b, s);
   return d < 0n ? -1 : d > 0n ? 1 : 0;
-}
-
-/** a − b, exact. */
-export function subtractDecimal(a: Decimal | number, b: Decimal | number): Decimal {
-  const x = String(a);
-  const y = String(b);
-  const s = scaleOf(x, y);
-  return unscale(scaled(x, s) - scaled(y, s), s);
-}
-
-export function isDecimal(v: unknown): v is string {
-  return typeof v === 'string' && DECIMAL.test(v);
 }
 
 /** For drawing only: a bar's height may be approximate, the number printed beside it never is. */

@@ -5,7 +5,7 @@ import { ErrorNote, Loading, useLoad } from '../components/load.tsx';
 import { useRange } from '../components/range.tsx';
 import type { Metric } from '../components/usage-chart.tsx';
 import { UsageChart } from '../components/usage-chart.tsx';
-import { compareDecimal, formatCount, formatPoints, subtractDecimal } from '../decimal.ts';
+import { compareDecimal, formatCount, formatPoints } from '../decimal.ts';
 import { href } from '../router.ts';
 import type { Budget, Limits, Organization, Project, Spend, Usage } from '../types.ts';
 import { budgetText, KeysManager, limitsText } from './keys.tsx';
@@ -115,34 +115,12 @@ export function Projects() {
 }
 
 const WINDOWS = ['day', 'month', 'total'] as const;
-type Window = (typeof WINDOWS)[number];
 interface BudgetRow {
   period: string;
   points: string;
   spent?: string;
   remaining?: string;
-  soft?: string;
   resetsAt?: string | null;
-}
-
-// Each budget window's start, UTC; "total" reaches back as far as the usage report may (366 days).
-function windowStart(w: Window, now: Date): Date {
-  if (w === 'day') return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-  if (w === 'month') return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-  return new Date(now.getTime() - 365 * 86_400_000);
-}
-
-/** Without the governor's counters (no spend in the answer): what the ledger says was spent in each window. */
-async function budgetFromLedger(budget: Budget, scope: Record<string, string>): Promise<BudgetRow[]> {
-  const windows = WINDOWS.filter((w) => budget[w] !== undefined);
-  const now = new Date();
-  const to = new Date(now.getTime() + 3_600_000).toISOString();
-  const usage = await Promise.all(windows.map((w) => get<Usage>('/admin/v1/usage', { from: windowStart(w, now).toISOString(), to, bucket: 'day', group_by: 'project', ...scope })));
-  return windows.map((w, i) => {
-    const points = String(budget[w]);
-    const spent = usage[i].total.cost_points;
-    return { period: w, points, spent, remaining: subtractDecimal(points, spent) };
-  });
 }
 
 const periodLabel = (p: string): string => (p === 'day' ? 'today (UTC)' : p === 'month' ? 'this month (UTC)' : p === 'total' ? 'total' : p);
@@ -153,12 +131,13 @@ function resetIn(seconds: number): string {
   return `${Math.round(seconds / 3600)} h`;
 }
 
-export function BudgetPanel({ budget, limits, spend, scope }: { budget?: Budget; limits?: Limits; spend?: Spend; scope: Record<string, string> }) {
-  // The governor's counters when the API gives them (what admission really checks); else the ledger's sums.
-  const own = spend?.budgets.filter((b) => b.scope === 'project' || !scope.project) ?? [];
-  const fromGovernor: BudgetRow[] | undefined = spend && own.length ? own.map((b) => ({ period: b.period, points: b.points, spent: b.spent, remaining: b.remaining, soft: b.soft_points, resetsAt: b.resets_at })) : undefined;
-  const ledger = useLoad(() => (fromGovernor || !budget ? Promise.resolve([]) : budgetFromLedger(budget, scope)), [JSON.stringify(budget), JSON.stringify(scope), !!fromGovernor]);
-  const rows = fromGovernor ?? ledger.data ?? [];
+export function BudgetPanel({ budget, limits, spend }: { budget?: Budget; limits?: Limits; spend?: Spend }) {
+  // The gateway's own admission counters, as the admin API reports them (its `spend`); the configured budget when
+  // the API reports none (then spent and left are unknown, never guessed).
+  const counted = spend?.budgets ?? [];
+  const rows: BudgetRow[] = counted.length
+    ? counted.map((b) => ({ period: b.period, points: b.points, spent: b.spent, remaining: b.remaining, resetsAt: b.resets_at }))
+    : WINDOWS.filter((w) => budget?.[w] !== undefined).map((w) => ({ period: w, points: String(budget![w]) }));
   const rateLeft = spend?.limits ?? [];
   return (
     <section class="panel">
@@ -191,12 +170,12 @@ export function BudgetPanel({ budget, limits, spend, scope }: { budget?: Budget;
           </tbody>
         </table>
       )}
-      {!budget && !fromGovernor ? (
+      {rows.length === 0 ? (
         <p>
           <strong>Budget:</strong> none of its own.
         </p>
       ) : (
-        <table class="data" data-testid="budget-table" data-source={fromGovernor ? 'governor' : 'ledger'}>
+        <table class="data" data-testid="budget-table" data-source={counted.length ? 'governor' : 'config'}>
           <thead>
             <tr>
               <th>Budget</th>
@@ -226,10 +205,7 @@ export function BudgetPanel({ budget, limits, spend, scope }: { budget?: Budget;
           </tbody>
         </table>
       )}
-      <ErrorNote error={ledger.error} />
-      {rows.length > 0 && (
-        <p class="muted">{fromGovernor ? 'Spent and left as the gateway counts them for admission right now.' : "Spent is the ledger's cost in the window (the usage report's sums); a total budget shows the last 366 days."}</p>
-      )}
+      {counted.length > 0 && <p class="muted">Spent and left as the gateway counts them for admission right now (a new day or month starts at zero).</p>}
       {budget?.softPercent !== undefined && <p class="muted">Answers are flagged once {budget.softPercent}% of a budget is spent.</p>}
     </section>
   );
@@ -261,7 +237,7 @@ export function ProjectPage({ organization, project }: { organization: string; p
           </section>
         </>
       )}
-      {info.data ? <BudgetPanel budget={info.data.budget} limits={info.data.limits} spend={info.data.spend} scope={{ organization, project }} /> : !info.loading && <p class="muted">This project has no entry of its own yet: only its organization's limits apply.</p>}
+      {info.data ? <BudgetPanel budget={info.data.budget} limits={info.data.limits} spend={info.data.spend} /> : !info.loading && <p class="muted">This project has no entry of its own yet: only its organization's limits apply.</p>}
       <KeysManager organization={organization} project={project} />
     </div>
   );
