@@ -271,6 +271,13 @@ describe('console', () => {
       expect(await page.locator('[data-action=revoke]').count()).toBe(0);
       await shot(page, '10-keys-read-only-dark');
       await open(page, 'Overview');
+      // Stacked by organization instead of model: every request so far is acme's.
+      await page.selectOption('select[aria-label="Stack by"]', 'organization');
+      const groupsNow = async () => {
+        const series = JSON.parse((await page.locator('[data-testid=chart-data]').getAttribute('data-series')) ?? '[]') as { groups: { group: string }[] }[];
+        return [...new Set(series.flatMap((b) => b.groups.map((g) => g.group)))];
+      };
+      await expect.poll(groupsNow).toEqual(['acme']);
       await shot(page, '11-overview-dark');
     } finally {
       await context.close();

@@ -94,6 +94,7 @@ export function Overview() {
   const [range, rangeControl] = useRange('24h');
   const [metric, setMetric] = useState<Metric>('cost');
   const [organization, setOrganization] = useState('');
+  const [stackBy, setStackBy] = useState<'model' | 'project' | 'organization'>('model');
   const orgs = useLoad(() => list<Organization>('/admin/v1/organizations', { limit: 500 }), []);
   const projects = useLoad(() => list<Project>('/admin/v1/projects', { limit: 500 }), []);
   // Key groups are key ids: shown by name and prefix (the first page of keys covers most gateways; others show the id).
@@ -103,7 +104,7 @@ export function Overview() {
     return k ? `${k.name ? `${k.name} · ` : ''}${k.prefix}…` : id;
   };
   const scope = { organization: organization || undefined };
-  const byModel = useLoad(() => get<Usage>('/admin/v1/usage', usageQuery(range, 'model', scope)), [range, organization]);
+  const byModel = useLoad(() => get<Usage>('/admin/v1/usage', usageQuery(range, stackBy, scope)), [range, organization, stackBy]);
   const byProject = useLoad(() => get<Usage>('/admin/v1/usage', usageQuery(range, 'project', scope)), [range, organization]);
   const byKey = useLoad(() => get<Usage>('/admin/v1/usage', usageQuery(range, 'key', scope)), [range, organization]);
   return (
@@ -120,6 +121,11 @@ export function Overview() {
             ))}
           </select>
           {rangeControl}
+          <select aria-label="Stack by" value={stackBy} onChange={(e) => setStackBy(e.currentTarget.value as typeof stackBy)}>
+            <option value="model">by model</option>
+            <option value="project">by project</option>
+            <option value="organization">by organization</option>
+          </select>
           <MetricToggle metric={metric} onChange={setMetric} />
           <button type="button" class="secondary" onClick={() => (byModel.reload(), byProject.reload(), byKey.reload())}>
             Refresh
@@ -133,7 +139,7 @@ export function Overview() {
             <Totals usage={byModel.data} />
             <section class="panel">
               <h3>
-                {metric === 'cost' ? 'Spend' : 'Requests'} by model, {range.label.toLowerCase()}, per {range.bucket}
+                {metric === 'cost' ? 'Spend' : 'Requests'} by {stackBy}, {range.label.toLowerCase()}, per {range.bucket}
               </h3>
               <UsageChart usage={byModel.data} metric={metric} />
             </section>
