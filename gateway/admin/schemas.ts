@@ -199,7 +199,7 @@ export const upstreamsSchema = z
         attempts: z.record(z.string(), z.number().int()),
         retries: z.number().int(),
         ejections: z.number().int(),
-        ejectionsBy: z.record(z.enum(['consecutive', 'ratio']), z.number().int()),
+        ejectionsBy: z.object({ consecutive: z.number().int(), ratio: z.number().int() }),
       }),
     ),
   })
