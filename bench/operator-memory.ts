@@ -1,7 +1,7 @@
 // The operator's memory at scale, by part: the fake API server (this process) holds N ApiKeys (default 50,000)
 // with their key Secrets, seeded settled; bench/operator-memory-child.ts runs the operator's controller in its own
 // process, waits for the first snapshot, then drops each part (caches, compiler, writer, status bookkeeping) and
-// prints how much live heap each held, with the peak heap and the RSS. ADR 0025 quotes it.
+// prints how much live heap each held, with the peak heap and the RSS. ADR 0023 quotes it.
 //   node bench/operator-memory.ts [N]     (MEMFLAGS="--max-old-space-size=320" bounds the child's heap)
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -126,7 +126,7 @@ describe('helm template with the default values', () => {
     expect(pod.containers[0].securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
   });
 
-  it('the operator: a bounded heap and memory that fit 50,000 ApiKeys (ADR 0025: 370 MB RSS at a 320 MiB heap), with headroom', () => {
+  it('the operator: a bounded heap and memory that fit 50,000 ApiKeys (ADR 0023: 370 MB RSS at a 320 MiB heap), with headroom', () => {
     const mi = (q: string) => Number(/^(\d+)Mi$/.exec(q)?.[1] ?? Number(/^(\d+)Gi$/.exec(q)?.[1]) * 1024);
     const c = podSpec(find(objects, 'Deployment', '-operator')!).containers[0];
     const r = c.resources as { requests: { memory: string }; limits: { memory: string } };
