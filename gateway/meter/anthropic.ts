@@ -3,6 +3,7 @@ import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
 import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
+import { stringFieldBytes } from './content-count.ts';
 
 export function messagesUsage(u: unknown): Usage | null {
   const usage = asObject(u);
@@ -22,6 +23,7 @@ export function messagesUsage(u: unknown): Usage | null {
 
 class MessagesStreamMeter implements StreamMeter {
   done = false;
+  contentBytes = 0;
   private start: Record<string, unknown> | undefined;
   private delta: Record<string, unknown> | undefined;
   push(ev: SseEvent): void {
@@ -29,6 +31,12 @@ class MessagesStreamMeter implements StreamMeter {
     const type = ev.event ?? typeOfData(ev.data);
     if (type === 'message_stop') {
       this.done = true;
+      return;
+    }
+    if (type === 'content_block_delta') {
+      // One delta field per event: text, tool input JSON, or thinking (signatures are not output text).
+      const d = ev.data;
+      this.contentBytes += stringFieldBytes(d, '"text":') + stringFieldBytes(d, '"partial_json":') + stringFieldBytes(d, '"thinking":');
       return;
     }
     if (type !== 'message_start' && type !== 'message_delta') return;

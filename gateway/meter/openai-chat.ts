@@ -3,6 +3,7 @@ import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
 import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
+import { stringFieldBytes } from './content-count.ts';
 
 export function chatUsage(u: unknown): Usage | null {
   const usage = asObject(u);
@@ -24,12 +25,23 @@ export function chatUsage(u: unknown): Usage | null {
 
 class ChatStreamMeter implements StreamMeter {
   done = false;
+  contentBytes = 0;
   private last: Usage | null = null;
   push(ev: SseEvent): void {
     const d = ev.data;
     if (d === '[DONE]') {
       this.done = true;
       return;
+    }
+    // What a delta gave the client: its text, refusal, reasoning (two compatible spellings) and tool arguments.
+    const at = d.indexOf('"delta":');
+    if (at >= 0) {
+      this.contentBytes +=
+        stringFieldBytes(d, '"content":', at) +
+        stringFieldBytes(d, '"arguments":', at) +
+        stringFieldBytes(d, '"refusal":', at) +
+        stringFieldBytes(d, '"reasoning_content":', at) +
+        stringFieldBytes(d, '"reasoning":', at);
     }
     // Only chunks that carry a usage object are parsed; content deltas pass untouched.
     if (!d.includes('"usage"') || /"usage"\s*:\s*null/.test(d)) return;

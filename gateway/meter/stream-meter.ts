@@ -12,6 +12,11 @@ export interface StreamMeter {
   readonly done: boolean;
   /** What the upstream reported; `estimated` when it never gave usage. */
   usage(): Usage;
+  /**
+   * UTF-8 bytes of the content the events carried so far (text, tool-call arguments, thinking; never framing):
+   * what a cut stream's output is estimated from.
+   */
+  readonly contentBytes: number;
 }
 
 export interface UsageReader {

@@ -139,6 +139,10 @@ export class StreamFacts implements StreamMeter {
     return this.inner.usage();
   }
 
+  get contentBytes(): number {
+    return this.inner.contentBytes;
+  }
+
   push(ev: SseEvent): void {
     this.inner.push(ev);
     const d = ev.data;

@@ -1,0 +1,83 @@
+// Counts the UTF-8 bytes of the content a stream delivered (text, tool-call arguments, thinking), straight from the
+// event's JSON text without parsing it: a cut stream's output is estimated from these bytes (see estimate.ts).
+// Scans only what a key names, allocates nothing, and costs one pass over the string values it counts.
+
+/**
+ * UTF-8 bytes of every string value of `"key":"…"` in `data`, as decoded (escapes count as the character they
+ * stand for). `key` includes its quotes and colon, e.g. `"text":`. A key inside a string value cannot match: its
+ * quotes would be escaped there.
+ */
+export function stringFieldBytes(data: string, key: string, from = 0): number {
+  let n = 0;
+  for (let at = data.indexOf(key, from); at >= 0; at = data.indexOf(key, at)) {
+    at += key.length;
+    while (at < data.length && isSpace(data.charCodeAt(at))) at++;
+    if (data.charCodeAt(at) !== 0x22) continue;
+    at = scanString(data, at + 1);
+    n += scanned;
+  }
+  return n;
+}
+
+/** UTF-8 bytes of a string as sent (for values already parsed). */
+export function utf8Bytes(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) n += unitBytes(s.charCodeAt(i));
+  return n;
+}
+
+// The byte count of the last scanString (a module slot rather than a returned pair: no allocation per value).
+let scanned = 0;
+
+/** Walks a JSON string body from just after its opening quote; returns the index after the closing quote. */
+function scanString(data: string, at: number): number {
+  let n = 0;
+  while (at < data.length) {
+    const c = data.charCodeAt(at);
+    if (c === 0x22) {
+      scanned = n;
+      return at + 1;
+    }
+    if (c === 0x5c) {
+      // \uXXXX stands for one UTF-16 unit; \n, \", \\ and the rest for one byte.
+      if (data.charCodeAt(at + 1) === 0x75) {
+        const unit = hex4(data, at + 2);
+        n += unit < 0 ? 1 : unitBytes(unit);
+        at += 6;
+      } else {
+        n += 1;
+        at += 2;
+      }
+      continue;
+    }
+    n += unitBytes(c);
+    at++;
+  }
+  // Unterminated (a malformed event): what was there still reached the client.
+  scanned = n;
+  return at;
+}
+
+/** UTF-8 bytes per UTF-16 unit: a surrogate is half of a 4-byte character. */
+function unitBytes(c: number): number {
+  if (c < 0x80) return 1;
+  if (c < 0x800) return 2;
+  if (c >= 0xd800 && c <= 0xdfff) return 2;
+  return 3;
+}
+
+/** The 4 hex digits at `at` as a number, or -1. */
+function hex4(data: string, at: number): number {
+  let v = 0;
+  for (let i = at; i < at + 4; i++) {
+    const c = data.charCodeAt(i);
+    const d = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
