@@ -170,10 +170,13 @@ describe('broken pass-through streams', () => {
   const block = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\nevent: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n';
   const delta = 'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":4}}\n\n';
 
-  // message_start's output_tokens is a placeholder (1) the meter keeps when no message_delta came.
+  // message_start's output_tokens is a placeholder (1): without a message_delta the output is estimated from the text
+  // relayed (UTF-8 bytes / 4), at least what was reported. "Hi" is 1; 80 × "word " (400 bytes) is 100, not 1.
+  const longBlock = `event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"${'word '.repeat(80)}"}}\n\n`;
   it.each([
     ['a missing message_stop', { chunks: [anthropicStart, block, delta] } as ScriptedResponse, /ended the stream before its final event/, [21, 4]],
     ['an upstream cut', { chunks: [anthropicStart, block], abort: true } as ScriptedResponse, /stream broke|before its final event/, [21, 1]],
+    ['an upstream cut after a long text', { chunks: [anthropicStart, block, longBlock], abort: true } as ScriptedResponse, /stream broke|before its final event/, [21, 101]],
   ] as const)('%s ends with an error event and is billed with what was reported', async (_name, script, error, [input, output]) => {
     t.upstream.nextResponse({ path: '/messages', ...script });
     const r = await post('/api/v1/messages', { body: ask('anthropic/claude', { stream: true }) });
