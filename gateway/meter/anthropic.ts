@@ -21,6 +21,9 @@ export function messagesUsage(u: unknown): Usage | null {
   };
 }
 
+// The content_block_delta fields that carry output (a signature_delta's `signature` is not text).
+const DELTA_CONTENT = ['text', 'partial_json', 'thinking'] as const;
+
 class MessagesStreamMeter implements StreamMeter {
   done = false;
   contentBytes = 0;
@@ -35,8 +38,7 @@ class MessagesStreamMeter implements StreamMeter {
     }
     if (type === 'content_block_delta') {
       // One delta field per event: text, tool input JSON, or thinking (signatures are not output text).
-      const d = ev.data;
-      this.contentBytes += stringFieldBytes(d, '"text":') + stringFieldBytes(d, '"partial_json":') + stringFieldBytes(d, '"thinking":');
+      this.contentBytes += stringFieldBytes(ev.data, DELTA_CONTENT);
       return;
     }
     if (type !== 'message_start' && type !== 'message_delta') return;

@@ -1,22 +1,34 @@
 // Counts the UTF-8 bytes of the content a stream delivered (text, tool-call arguments, thinking), straight from the
 // event's JSON text without parsing it: a cut stream's output is estimated from these bytes (see estimate.ts).
-// Scans only what a key names, allocates nothing, and costs one pass over the string values it counts.
+// Allocates nothing and walks only the string values it counts.
 
 /**
- * UTF-8 bytes of every string value of `"key":"…"` in `data`, as decoded (escapes count as the character they
- * stand for). `key` includes its quotes and colon, e.g. `"text":`. A key inside a string value cannot match: its
- * quotes would be escaped there.
+ * UTF-8 bytes of the string values of the named keys in `data`, as decoded (escapes count as the character they
+ * stand for). One search for `":"` (a key followed by a string value: unescaped quotes are structural in JSON, so
+ * this cannot start inside a value) and a length-first compare of the key before it; only the counted values are
+ * walked. A short pattern keeps `indexOf` on its simple path: a long one sets up skip tables on every call.
  */
-export function stringFieldBytes(data: string, key: string, from = 0): number {
+export function stringFieldBytes(data: string, keys: readonly string[]): number {
   let n = 0;
-  for (let at = data.indexOf(key, from); at >= 0; at = data.indexOf(key, at)) {
-    at += key.length;
-    while (at < data.length && isSpace(data.charCodeAt(at))) at++;
-    if (data.charCodeAt(at) !== 0x22) continue;
-    at = scanString(data, at + 1);
-    n += scanned;
+  for (let at = data.indexOf('":"'); at >= 0; at = data.indexOf('":"', at)) {
+    if (isKey(data, at, keys)) {
+      at = scanString(data, at + 3);
+      n += scanned;
+    } else at += 3;
   }
   return n;
+}
+
+/** True when the key whose closing quote is at `end` is one of `keys` (compared by hand: `startsWith` is a slow call). */
+function isKey(data: string, end: number, keys: readonly string[]): boolean {
+  outer: for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    const start = end - k.length;
+    if (start < 1 || data.charCodeAt(start - 1) !== 0x22) continue;
+    for (let j = 0; j < k.length; j++) if (data.charCodeAt(start + j) !== k.charCodeAt(j)) continue outer;
+    return true;
+  }
+  return false;
 }
 
 /** UTF-8 bytes of a string as sent (for values already parsed). */

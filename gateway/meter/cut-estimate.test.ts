@@ -132,14 +132,17 @@ describe('streamUsage', () => {
 describe('stringFieldBytes', () => {
   it('counts decoded UTF-8 bytes of every value of the key, escapes as the character they stand for', () => {
     const v = 'a"b\\c\nd é 東 😀';
-    expect(stringFieldBytes(JSON.stringify({ x: 1, text: v, y: { text: v } }), '"text":')).toBe(2 * utf8Bytes(v));
+    expect(stringFieldBytes(JSON.stringify({ x: 1, text: v, y: { text: v } }), ['text'])).toBe(2 * utf8Bytes(v));
     expect(utf8Bytes(v)).toBe(Buffer.byteLength(v));
     // \u escapes (ASCII-only encoders) count as the characters they encode.
     const ascii = JSON.stringify({ text: v }).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-    expect(stringFieldBytes(ascii, '"text":')).toBe(Buffer.byteLength(v));
+    expect(stringFieldBytes(ascii, ['text'])).toBe(Buffer.byteLength(v));
   });
   it('ignores non-string values and keys quoted inside strings', () => {
-    expect(stringFieldBytes('{"text":null,"other":"\\"text\\":\\"zzz\\""}', '"text":')).toBe(0);
-    expect(stringFieldBytes('{"text":null,"other":"\\"text\\":\\"zzz\\"","text": "ab"}', '"text":')).toBe(2);
+    expect(stringFieldBytes('{"text":null,"other":"\\"text\\":\\"zzz\\""}', ['text'])).toBe(0);
+    expect(stringFieldBytes('{"text":null,"other":"\\"text\\":\\"zzz\\"","context":"x","text":"ab"}', ['text'])).toBe(2);
+    // A value the text quotes whole ("text":"…" inside a string) is escaped there and not counted twice.
+    const quoted = JSON.stringify({ text: '{"text":"hello"}' });
+    expect(stringFieldBytes(quoted, ['text'])).toBe(Buffer.byteLength('{"text":"hello"}'));
   });
 });

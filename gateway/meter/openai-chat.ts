@@ -23,6 +23,9 @@ export function chatUsage(u: unknown): Usage | null {
   };
 }
 
+// The delta fields that carry output; none of them is a key elsewhere in a chunk with a string value.
+const CHAT_CONTENT = ['content', 'arguments', 'refusal', 'reasoning_content', 'reasoning'] as const;
+
 class ChatStreamMeter implements StreamMeter {
   done = false;
   contentBytes = 0;
@@ -34,15 +37,7 @@ class ChatStreamMeter implements StreamMeter {
       return;
     }
     // What a delta gave the client: its text, refusal, reasoning (two compatible spellings) and tool arguments.
-    const at = d.indexOf('"delta":');
-    if (at >= 0) {
-      this.contentBytes +=
-        stringFieldBytes(d, '"content":', at) +
-        stringFieldBytes(d, '"arguments":', at) +
-        stringFieldBytes(d, '"refusal":', at) +
-        stringFieldBytes(d, '"reasoning_content":', at) +
-        stringFieldBytes(d, '"reasoning":', at);
-    }
+    this.contentBytes += stringFieldBytes(d, CHAT_CONTENT);
     // Only chunks that carry a usage object are parsed; content deltas pass untouched.
     if (!d.includes('"usage"') || /"usage"\s*:\s*null/.test(d)) return;
     const u = chatUsage(asObject(parseJson(d))?.usage);

@@ -41,6 +41,7 @@ function isContentDelta(ev: SseEvent): boolean {
   return type !== undefined && type.endsWith('.delta') && !type.includes('audio');
 }
 // Without `event:` lines the type leads the data (the providers write it first).
+const DELTA = ['delta'] as const;
 const DELTA_TYPE = /^\{\s*"type"\s*:\s*"(response\.[a-z_.]+\.delta)"/;
 
 class ResponsesStreamMeter implements StreamMeter {
@@ -49,7 +50,7 @@ class ResponsesStreamMeter implements StreamMeter {
   private last: Usage | null = null;
   push(ev: SseEvent): void {
     if (isContentDelta(ev)) {
-      this.contentBytes += stringFieldBytes(ev.data, '"delta":');
+      this.contentBytes += stringFieldBytes(ev.data, DELTA);
       return;
     }
     // The event name equals data.type; a relay that drops `event:` lines still leaves the type in the data.
