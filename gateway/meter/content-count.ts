@@ -89,7 +89,3 @@ function hex4(data: string, at: number): number {
   }
   return v;
 }
-
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
