@@ -121,10 +121,12 @@ interface Broken {
   billed: [number, number] | 'estimated';
   /** Reported figures billed but flagged estimated: the stream never said it was complete. */
   flagged?: boolean;
+  /** Text bytes the upstream streamed that the client never got (the converter refused the event carrying them). */
+  unsent?: number;
 }
 
 const convertedBroken: Broken[] = [
-  { name: 'truncated JSON', script: { chunks: [hello, 'data: {"id":"chatcmpl-bad","choices":[{"index":0,"delta":{"content":" wor\n\n'] }, error: /malformed event/, billed: 'estimated' },
+  { name: 'truncated JSON', script: { chunks: [hello, 'data: {"id":"chatcmpl-bad","choices":[{"index":0,"delta":{"content":" wor\n\n'] }, error: /malformed event/, billed: 'estimated', unsent: ' wor'.length },
   { name: 'an unknown event', script: { chunks: [hello, 'event: surprise\ndata: {"x":1}\n\n', finish, usage, 'data: [DONE]\n\n'] }, error: /unexpected \\?"surprise\\?" event/, billed: [11, 3] },
   { name: 'a missing [DONE]', script: { chunks: [hello, finish, usage] }, error: /ended before it was complete/, billed: [11, 3], flagged: true },
   { name: 'an upstream cut mid-stream', script: { chunks: [hello], abort: true }, error: /stream broke|ended before/, billed: 'estimated' },
@@ -154,14 +156,20 @@ describe.each(convertedBroken)('a converted stream with $name', (b) => {
     await expect(stream.finalMessage()).rejects.toThrow(b.error);
   });
 
-  it('is billed with what the upstream reported', async () => {
+  it('is billed with what the upstream reported, else estimated from the text streamed', async () => {
     script();
-    const r = await post('/api/v1/messages', { body: params() });
+    const body = params();
+    const r = await post('/api/v1/messages', { body });
     await t.gw.ledger.flush();
     const rows = await t.gw.store.query<{ input: string; output: string; estimated: boolean }>('SELECT input::text, output::text, estimated FROM usage_events WHERE request_id = $1', [r.headers.get('x-tollgate-request-id')]);
     expect(rows.rows).toHaveLength(1);
-    if (b.billed === 'estimated') expect(rows.rows[0].estimated).toBe(true);
-    else expect([Number(rows.rows[0].input), Number(rows.rows[0].output), rows.rows[0].estimated]).toEqual([...b.billed, b.flagged ?? false]);
+    if (b.billed === 'estimated') {
+      // No usage came: the prompt estimate (request bytes / 4) and the text streamed at UTF-8 bytes / 4, never 0.
+      let text = 0;
+      for (const e of parseSse(r.text)) if (e.event === 'content_block_delta') text += Buffer.byteLength(JSON.parse(e.data).delta.text ?? '');
+      expect(text).toBeGreaterThan(0);
+      expect(rows.rows[0]).toMatchObject({ estimated: true, input: String(Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 4)), output: String(Math.ceil((text + (b.unsent ?? 0)) / 4)) });
+    } else expect([Number(rows.rows[0].input), Number(rows.rows[0].output), rows.rows[0].estimated]).toEqual([...b.billed, b.flagged ?? false]);
   });
 });
 
