@@ -4,9 +4,10 @@
 
 /**
  * UTF-8 bytes of the string values of the named keys in `data`, as decoded (escapes count as the character they
- * stand for). One search for `":"` (a key followed by a string value: unescaped quotes are structural in JSON, so
- * this cannot start inside a value) and a length-first compare of the key before it; only the counted values are
- * walked. A short pattern keeps `indexOf` on its simple path: a long one sets up skip tables on every call.
+ * stand for). One search for `":"` (a key followed by a string value) and a by-hand compare of the key before it: a
+ * quote inside a value is escaped, so the text before it ends in a backslash and never matches a key. Only the
+ * counted values are walked. A short pattern keeps `indexOf` on its simple path: a long one (`"content":`) sets up
+ * skip tables on every call, which cost more than the whole scan.
  */
 export function stringFieldBytes(data: string, keys: readonly string[]): number {
   let n = 0;
@@ -17,6 +18,35 @@ export function stringFieldBytes(data: string, keys: readonly string[]): number 
     } else at += 3;
   }
   return n;
+}
+
+/**
+ * The same count over every key (`":`, whitespace allowed after the colon), also telling whether `member` holds an
+ * object (read `memberWasObject` after the call): one pass answers both questions a chat chunk asks.
+ */
+export function chunkFieldBytes(data: string, keys: readonly string[], member: readonly string[]): number {
+  let n = 0;
+  memberWasObject = false;
+  for (let at = data.indexOf('":'); at >= 0; at = data.indexOf('":', at)) {
+    let v = at + 2;
+    while (isSpace(data.charCodeAt(v))) v++;
+    const c = data.charCodeAt(v);
+    if (c === 0x22 && isKey(data, at, keys)) {
+      at = scanString(data, v + 1);
+      n += scanned;
+      continue;
+    }
+    if (c === 0x7b && !memberWasObject && isKey(data, at, member)) memberWasObject = true;
+    at = v;
+  }
+  return n;
+}
+
+/** Set by chunkFieldBytes (a module slot: no result object per chunk). */
+export let memberWasObject = false;
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 /** True when the key whose closing quote is at `end` is one of `keys` (compared by hand: `startsWith` is a slow call). */

@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadBpeCounter } from '../convert/bpe-count.ts';
 import type { BpeCounter } from '../convert/bpe-count.ts';
 import { anthropicReader } from './anthropic.ts';
+import * as scan from './content-count.ts';
 import { stringFieldBytes, utf8Bytes } from './content-count.ts';
 import { streamUsage } from './estimate.ts';
 import { geminiReader } from './gemini.ts';
@@ -144,5 +145,22 @@ describe('stringFieldBytes', () => {
     // A value the text quotes whole ("text":"…" inside a string) is escaped there and not counted twice.
     const quoted = JSON.stringify({ text: '{"text":"hello"}' });
     expect(stringFieldBytes(quoted, ['text'])).toBe(Buffer.byteLength('{"text":"hello"}'));
+  });
+});
+
+describe('chunkFieldBytes (the chat chunk scan)', () => {
+  const keys = ['content'];
+  it('counts the content and tells whether usage holds an object, with or without spaces after colons', () => {
+    expect(scan.chunkFieldBytes('{"choices":[{"delta":{"content":"héllo"}}],"usage":null}', keys, ['usage'])).toBe(6);
+    expect(scan.memberWasObject).toBe(false);
+    expect(scan.chunkFieldBytes('{"choices": [], "usage": {"prompt_tokens": 1}}', keys, ['usage'])).toBe(0);
+    expect(scan.memberWasObject).toBe(true);
+    expect(scan.chunkFieldBytes('{"choices": [{"delta": {"content": "ab"}}]}', keys, ['usage'])).toBe(2);
+    expect(scan.memberWasObject).toBe(false);
+  });
+  it('text that quotes a usage key is neither a usage object nor counted twice', () => {
+    const d = JSON.stringify({ choices: [{ delta: { content: '{"usage":{"x":1},"content":"y"}' } }], usage: null });
+    expect(scan.chunkFieldBytes(d, keys, ['usage'])).toBe('{"usage":{"x":1},"content":"y"}'.length);
+    expect(scan.memberWasObject).toBe(false);
   });
 });

@@ -3,7 +3,7 @@ import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
 import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
-import { stringFieldBytes } from './content-count.ts';
+import * as scan from './content-count.ts';
 
 export function chatUsage(u: unknown): Usage | null {
   const usage = asObject(u);
@@ -25,6 +25,7 @@ export function chatUsage(u: unknown): Usage | null {
 
 // The delta fields that carry output; none of them is a key elsewhere in a chunk with a string value.
 const CHAT_CONTENT = ['content', 'arguments', 'refusal', 'reasoning_content', 'reasoning'] as const;
+const USAGE = ['usage'] as const;
 
 class ChatStreamMeter implements StreamMeter {
   done = false;
@@ -36,10 +37,10 @@ class ChatStreamMeter implements StreamMeter {
       this.done = true;
       return;
     }
-    // What a delta gave the client: its text, refusal, reasoning (two compatible spellings) and tool arguments.
-    this.contentBytes += stringFieldBytes(d, CHAT_CONTENT);
-    // Only chunks that carry a usage object are parsed; content deltas pass untouched.
-    if (!d.includes('"usage"') || /"usage"\s*:\s*null/.test(d)) return;
+    // What a delta gave the client (its text, refusal, reasoning in two compatible spellings, tool arguments) and
+    // whether the chunk carries a usage object, in one pass: only such chunks are parsed, content deltas are not.
+    this.contentBytes += scan.chunkFieldBytes(d, CHAT_CONTENT, USAGE);
+    if (!scan.memberWasObject) return;
     const u = chatUsage(asObject(parseJson(d))?.usage);
     if (u) this.last = u;
   }
