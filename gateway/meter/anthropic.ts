@@ -27,6 +27,7 @@ const DELTA_CONTENT = ['text', 'partial_json', 'thinking'] as const;
 class MessagesStreamMeter implements StreamMeter {
   done = false;
   contentBytes = 0;
+  countedBytes = 0;
   private start: Record<string, unknown> | undefined;
   private delta: Record<string, unknown> | undefined;
   push(ev: SseEvent): void {
@@ -45,7 +46,11 @@ class MessagesStreamMeter implements StreamMeter {
     const data = asObject(parseJson(ev.data));
     if (!data) return;
     if (type === 'message_start') this.start = asObject(asObject(data.message)?.usage);
-    else this.delta = { ...this.delta, ...asObject(data.usage) };
+    else {
+      // message_delta's output is cumulative; message_start's is a placeholder that counts none of the content.
+      this.delta = { ...this.delta, ...asObject(data.usage) };
+      this.countedBytes = this.contentBytes;
+    }
   }
   usage(): Usage {
     if (!this.start && !this.delta) return emptyUsage();

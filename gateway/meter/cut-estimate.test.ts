@@ -94,7 +94,7 @@ function cutUsage(reader: UsageReader, bytes: string, requestBytes: number) {
   const buf = Buffer.from(bytes);
   // Delivered in uneven pieces, as a network would.
   for (let i = 0; i < buf.length; i += 61) tap.push(buf.subarray(i, i + 61));
-  return streamUsage(tap.meter.usage(), tap.meter.done, tap.meter.contentBytes, requestBytes);
+  return streamUsage(tap.meter.usage(), tap.meter.done, tap.meter, requestBytes);
 }
 
 describe.each(Object.entries(FAMILIES))('a %s stream cut mid-way', (_name, f) => {
@@ -114,19 +114,35 @@ describe.each(Object.entries(FAMILIES))('a %s stream cut mid-way', (_name, f) =>
 });
 
 describe('streamUsage', () => {
+  const bytes = (contentBytes: number, countedBytes = 0) => ({ contentBytes, countedBytes });
   const reported = { input: 10, output: 500, cacheRead: 2, cacheWrite: 0, reasoning: 0, artifacts: 0, explicitCache: true, estimated: false, detail: {} };
   it('a stream whose final usage came is billed as reported', () => {
-    expect(streamUsage(reported, true, 99_999, 400)).toBe(reported);
+    expect(streamUsage(reported, true, bytes(99_999), 400)).toBe(reported);
   });
   it('a cut keeps a larger reported output (the provider counted more than the relayed text shows)', () => {
-    expect(streamUsage({ ...reported, estimated: true }, false, 40, 400)).toMatchObject({ input: 10, cacheRead: 2, output: 500, estimated: true });
-    expect(streamUsage(reported, false, 4000, 400)).toMatchObject({ input: 10, output: 1000, estimated: true });
+    expect(streamUsage({ ...reported, estimated: true }, false, bytes(40), 400)).toMatchObject({ input: 10, cacheRead: 2, output: 500, estimated: true });
+    expect(streamUsage(reported, false, bytes(4000), 400)).toMatchObject({ input: 10, output: 1000, estimated: true });
+  });
+  it('a cumulative count covers the content before it: only the content after it is estimated on top', () => {
+    expect(streamUsage(reported, false, bytes(4000, 3600), 400)).toMatchObject({ output: 600, estimated: true });
+    expect(streamUsage(reported, false, bytes(3600, 3600), 400)).toMatchObject({ output: 500, estimated: true });
+  });
+  it('a Gemini stream whose chunks each carry the cumulative count is billed that count when cut, not bytes / 4', () => {
+    const words = firstWords(50);
+    let count = 0;
+    const bytes = words
+      .map((w) => {
+        count += o200k.count(w);
+        return sse({ candidates: [{ content: { parts: [{ text: w }], role: 'model' }, index: 0 }], usageMetadata: { promptTokenCount: 9, candidatesTokenCount: count, totalTokenCount: 9 + count } });
+      })
+      .join('');
+    expect(cutUsage(geminiReader, bytes, 400)).toMatchObject({ input: 9, output: count, estimated: true });
   });
   it('nothing reported and nothing relayed: the prompt estimate only', () => {
-    expect(streamUsage({ ...reported, input: 0, output: 0, cacheRead: 0, detail: null, estimated: true }, false, 0, 401)).toMatchObject({ input: 101, output: 0, estimated: true });
+    expect(streamUsage({ ...reported, input: 0, output: 0, cacheRead: 0, detail: null, estimated: true }, false, bytes(0), 401)).toMatchObject({ input: 101, output: 0, estimated: true });
   });
   it('images counted without usage stay unguessed', () => {
-    expect(streamUsage({ ...reported, input: 0, output: 0, cacheRead: 0, artifacts: 2, detail: null, estimated: true }, true, 0, 401)).toMatchObject({ input: 0, output: 0, artifacts: 2, estimated: true });
+    expect(streamUsage({ ...reported, input: 0, output: 0, cacheRead: 0, artifacts: 2, detail: null, estimated: true }, true, bytes(0), 401)).toMatchObject({ input: 0, output: 0, artifacts: 2, estimated: true });
   });
 });
 

@@ -14,6 +14,7 @@ export function embeddingsUsage(u: unknown): Usage | null {
 class NoStreamMeter implements StreamMeter {
   done = false;
   readonly contentBytes = 0;
+  readonly countedBytes = 0;
   push(): void {}
   usage(): Usage {
     return emptyUsage();

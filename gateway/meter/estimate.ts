@@ -15,12 +15,15 @@ export function contentTokens(contentBytes: number): number {
 /**
  * The usage of a stream that ended without the provider's final usage (cut, client left, drain budget, no usage
  * event): input and cache figures as reported when the provider reported any (Anthropic's message_start carries
- * the real input), else the prompt estimate; output the larger of what was reported so far and the estimate of
- * the content relayed. A stream whose final usage came is returned as reported.
+ * the real input), else the prompt estimate. Output is never below what was reported: when the last report counted
+ * content (a cumulative count: Gemini's per-chunk usage, a message_delta), that count plus the estimate of the
+ * content streamed after it; else (no count, or message_start's placeholder) the larger of the report and the
+ * estimate of all content streamed. A stream whose final usage came is returned as reported.
  */
-export function streamUsage(reported: Usage, done: boolean, contentBytes: number, requestBytes: number): Usage {
+export function streamUsage(reported: Usage, done: boolean, meter: { contentBytes: number; countedBytes: number }, requestBytes: number): Usage {
   if (done && !reported.estimated) return reported;
-  const output = Math.max(reported.output, contentTokens(contentBytes));
+  const { contentBytes, countedBytes } = meter;
+  const output = countedBytes > 0 ? reported.output + contentTokens(contentBytes - countedBytes) : Math.max(reported.output, contentTokens(contentBytes));
   if (reported.detail === null && reported.input === 0 && reported.output === 0) {
     // Images counted without usage stay unguessed: their bytes are base64, not tokens.
     if (reported.artifacts > 0 && contentBytes === 0) return { ...reported, estimated: true };

@@ -92,6 +92,7 @@ function contentBytesOf(body: Record<string, unknown>): number {
 class GeminiStreamMeter implements StreamMeter {
   done = false;
   contentBytes = 0;
+  countedBytes = 0;
   private last: Usage | null = null;
   private artifacts = 0;
   private readonly usageOf: UsageOf;
@@ -109,6 +110,8 @@ class GeminiStreamMeter implements StreamMeter {
     if (u) {
       this.artifacts += u.artifacts;
       this.last = u;
+      // A chunk's usageMetadata is cumulative, this chunk's parts included.
+      this.countedBytes = this.contentBytes;
     } else this.artifacts += countImages(body);
     const candidates = body.candidates;
     // Gemini has no terminator event: the chunk with a finishReason and usage is the last one.

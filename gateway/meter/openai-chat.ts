@@ -30,6 +30,7 @@ const USAGE = ['usage'] as const;
 class ChatStreamMeter implements StreamMeter {
   done = false;
   contentBytes = 0;
+  countedBytes = 0;
   private last: Usage | null = null;
   push(ev: SseEvent): void {
     const d = ev.data;
@@ -42,7 +43,10 @@ class ChatStreamMeter implements StreamMeter {
     this.contentBytes += scan.chunkFieldBytes(d, CHAT_CONTENT, USAGE);
     if (!scan.memberWasObject) return;
     const u = chatUsage(asObject(parseJson(d))?.usage);
-    if (u) this.last = u;
+    if (u) {
+      this.last = u;
+      this.countedBytes = this.contentBytes;
+    }
   }
   usage(): Usage {
     return this.last ?? emptyUsage();

@@ -47,6 +47,7 @@ const DELTA_TYPE = /^\{\s*"type"\s*:\s*"(response\.[a-z_.]+\.delta)"/;
 class ResponsesStreamMeter implements StreamMeter {
   done = false;
   contentBytes = 0;
+  countedBytes = 0;
   private last: Usage | null = null;
   push(ev: SseEvent): void {
     if (isContentDelta(ev)) {
@@ -57,7 +58,10 @@ class ResponsesStreamMeter implements StreamMeter {
     const type = ev.event ?? terminalTypeIn(ev.data);
     if (type === undefined || !TERMINAL.has(type)) return;
     const u = responsesUsage(asObject(asObject(parseJson(ev.data))?.response)?.usage);
-    if (u) this.last = u;
+    if (u) {
+      this.last = u;
+      this.countedBytes = this.contentBytes;
+    }
     this.done = true;
   }
   usage(): Usage {

@@ -17,6 +17,8 @@ export interface StreamMeter {
    * what a cut stream's output is estimated from.
    */
   readonly contentBytes: number;
+  /** contentBytes when the latest output count was reported: content up to there is in that count (0: none is). */
+  readonly countedBytes: number;
 }
 
 export interface UsageReader {

@@ -289,7 +289,7 @@ async function relayStream(
   let wrote = false;
   const record = (): Promise<void> => {
     // Cut, aborted or ended without the final usage: what was reported so far, output at least the content relayed.
-    const usage = streamUsage(tap.meter.usage(), tap.meter.done, tap.meter.contentBytes, call.requestBytes);
+    const usage = streamUsage(tap.meter.usage(), tap.meter.done, tap.meter, call.requestBytes);
     return bill(deps, tel, charge(call, target, usage, undefined, attempts, res.statusCode, reply.elapsedTime));
   };
   // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
