@@ -48,8 +48,9 @@ class MessagesStreamMeter implements StreamMeter {
     if (type === 'message_start') this.start = asObject(asObject(data.message)?.usage);
     else {
       // message_delta's output is cumulative; message_start's is a placeholder that counts none of the content.
-      this.delta = { ...this.delta, ...asObject(data.usage) };
-      this.countedBytes = this.contentBytes;
+      const usage = asObject(data.usage);
+      this.delta = { ...this.delta, ...usage };
+      if (typeof usage?.output_tokens === 'number') this.countedBytes = this.contentBytes;
     }
   }
   usage(): Usage {

@@ -110,8 +110,8 @@ class GeminiStreamMeter implements StreamMeter {
     if (u) {
       this.artifacts += u.artifacts;
       this.last = u;
-      // A chunk's usageMetadata is cumulative, this chunk's parts included.
-      this.countedBytes = this.contentBytes;
+      // A chunk's usageMetadata is cumulative, this chunk's parts included (when it counts candidates at all).
+      if (typeof asObject(u.detail)?.candidatesTokenCount === 'number') this.countedBytes = this.contentBytes;
     } else this.artifacts += countImages(body);
     const candidates = body.candidates;
     // Gemini has no terminator event: the chunk with a finishReason and usage is the last one.

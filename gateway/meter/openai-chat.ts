@@ -45,7 +45,7 @@ class ChatStreamMeter implements StreamMeter {
     const u = chatUsage(asObject(parseJson(d))?.usage);
     if (u) {
       this.last = u;
-      this.countedBytes = this.contentBytes;
+      if (typeof asObject(u.detail)?.completion_tokens === 'number') this.countedBytes = this.contentBytes;
     }
   }
   usage(): Usage {
