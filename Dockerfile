@@ -9,13 +9,23 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 ENV NODE_ENV=production
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# `prepare` (the console build) needs the dev dependencies: the console stage below does it instead.
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 COPY bin ./bin
 COPY gateway ./gateway
 COPY operator ./operator
 COPY kube ./kube
 # Tests are not shipped (.dockerignore keeps most out; this catches any that slipped in).
 RUN find gateway operator kube -name '*.test.ts' -delete
+
+# The console: bundled by esbuild (a dev dependency) into static files; only console/dist reaches the image.
+FROM ${NODE_IMAGE} AS console
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts
+COPY scripts/build-console.ts ./scripts/
+COPY console/src ./console/src
+RUN node scripts/build-console.ts
 
 FROM ${NODE_IMAGE} AS runtime
 # A bounded young generation: V8 otherwise sizes it from the host's memory (128 MB committed on a 24 GB
@@ -33,6 +43,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 # Owned by root and read-only to the process: only the journal directory is writable.
 COPY --from=build /app ./
+COPY --from=console /app/console/dist ./console/dist
 RUN mkdir -p /var/lib/tollgate /etc/tollgate && chown 10001:10001 /var/lib/tollgate
 USER 10001:10001
 EXPOSE 8080 9464

@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.tollgate/', 'coverage/', 'charts/', 'docs/'] },
+  { ignores: ['node_modules/', 'dist/', 'console/dist/', 'test-artifacts/', '.tollgate/', 'coverage/', 'charts/', 'docs/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -3,10 +3,13 @@
 // each (closed loop, fixed concurrency), CPU read from /proc before and after. Ratios are against the best floor.
 // Rounds interleave the targets so a noisy neighbour on the shared cores hits all of them alike.
 //   node bench/cpu-per-request.ts [--requests 20000] [--concurrency 32] [--rounds 3] [--profile DIR] [--baseline DIR]
-// --profile DIR: the tollgate processes run with --cpu-prof into DIR (written when they stop).
+// --profile DIR: every server under test (bare floors, tollgate, baseline) runs with --cpu-prof into DIR (written when
+// it stops; bench/profile-summary.ts --skip-ms drops the start-up).
 // --baseline DIR: also runs the tollgate checkout in DIR (e.g. `git archive` of an older commit), as *-baseline.
 // --together: each round loads every target at the same time, so whatever else the machine runs slows them alike
 // (on a shared machine this beats sequential rounds for comparing CPU per request).
+// --variant NAME:K=V[,K=V]: one more tollgate-postgres target with these environment variables (repeatable), e.g.
+// `--variant quiet:LOG_LEVEL=warn --variant untraced:TOLLGATE_TELEMETRY=off` to price the access log or telemetry.
 // --rate N: afterwards, N req/s open loop for --rate-seconds through the upstream directly and each target: p99 and
 // the p99 added over the direct path.
 import { mkdirSync } from 'node:fs';
@@ -16,7 +19,7 @@ import { backendCpuSpent, createBenchDatabase, DEFAULT_POSTGRES_URL, postgresRea
 import type { BenchDatabase } from './databases.ts';
 import { chatBody, paced } from './load.ts';
 import type { Target } from './load.ts';
-import { cpuSeconds } from './proc.ts';
+import { cpuSeconds, ownCpuSeconds } from './proc.ts';
 import { startBare, startTollgate, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
 
@@ -30,6 +33,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     together: { type: 'boolean', default: false },
     baseline: { type: 'string' },
+    variant: { type: 'string', multiple: true },
     rate: { type: 'string' },
     'rate-seconds': { type: 'string', default: '6' },
   },
@@ -40,13 +44,14 @@ const rounds = Number(values.rounds);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /** Sends exactly `n` requests, `concurrency` at a time; every answer must be 200. */
-async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; seconds: number }> {
+async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; dbPerRequest: number; childPerRequest: number; seconds: number }> {
   const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
   const headers = { 'content-type': 'application/json', ...t.headers };
   let sent = 0;
   let failed = 0;
   const db0 = await t.backendCpu?.();
   const cpu0 = cpuSeconds(t.pid);
+  const own0 = ownCpuSeconds(t.pid);
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
@@ -60,43 +65,55 @@ async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerR
   );
   const seconds = (performance.now() - t0) / 1000;
   const db1 = await t.backendCpu?.();
-  const cpu = cpuSeconds(t.pid) - cpu0 + (db0 && db1 ? backendCpuSpent(db0, db1) : 0);
+  const dbCpu = db0 && db1 ? backendCpuSpent(db0, db1) : 0;
+  const tree = cpuSeconds(t.pid) - cpu0;
+  const childCpu = tree - (ownCpuSeconds(t.pid) - own0);
+  const cpu = tree + dbCpu;
   await pool.close();
   if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
-  return { cpuPerRequest: cpu / n, seconds };
+  return { cpuPerRequest: cpu / n, dbPerRequest: dbCpu / n, childPerRequest: childCpu / n, seconds };
 }
 
 const up = await startUpstream();
 const running: Running[] = [];
 let db: BenchDatabase | undefined;
 let baseDb: BenchDatabase | undefined;
+const variantDbs: BenchDatabase[] = [];
 try {
   const nodeArgs = values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
   if (values.profile) mkdirSync(values.profile, { recursive: true });
   const wanted = new Set((values.only ?? 'bare,bare-buffered,tollgate-postgres,tollgate-pglite').split(','));
-  if (wanted.has('bare')) running.push(await startBare(up.target.origin));
-  if (wanted.has('bare-buffered')) running.push(await startBare(up.target.origin, { buffered: true }));
+  if (wanted.has('bare')) running.push(await startBare(up.target.origin, { nodeArgs }));
+  if (wanted.has('bare-buffered')) running.push(await startBare(up.target.origin, { buffered: true, nodeArgs }));
   if (wanted.has('tollgate-postgres')) {
     if (!(await postgresReachable(DEFAULT_POSTGRES_URL))) throw new Error('Postgres is not reachable at ' + DEFAULT_POSTGRES_URL);
     db = await createBenchDatabase(DEFAULT_POSTGRES_URL, 'cpu');
     running.push(await startTollgate({ name: 'tollgate-postgres', upstreamUrl: up.target.origin, databaseUrl: db.url, backendCpu: db.backendCpu, nodeArgs }));
   }
   if (wanted.has('tollgate-pglite')) running.push(await startTollgate({ name: 'tollgate-pglite', upstreamUrl: up.target.origin, nodeArgs }));
+  for (const v of values.variant ?? []) {
+    const [name, assignments = ''] = v.split(/:(.*)/s);
+    const env = Object.fromEntries(assignments.split(',').filter(Boolean).map((a) => a.split(/=(.*)/s).slice(0, 2) as [string, string]));
+    const vdb = await createBenchDatabase(DEFAULT_POSTGRES_URL, `cpu${variantDbs.length}`);
+    variantDbs.push(vdb);
+    running.push(await startTollgate({ name: `tollgate-postgres-${name}`, upstreamUrl: up.target.origin, databaseUrl: vdb.url, backendCpu: vdb.backendCpu, nodeArgs, env }));
+  }
   if (values.baseline) {
     if (wanted.has('tollgate-postgres')) {
       baseDb = await createBenchDatabase(DEFAULT_POSTGRES_URL, 'cpubase');
-      running.push(await startTollgate({ name: 'tollgate-postgres-baseline', upstreamUrl: up.target.origin, databaseUrl: baseDb.url, backendCpu: baseDb.backendCpu, root: values.baseline }));
+      running.push(await startTollgate({ name: 'tollgate-postgres-baseline', upstreamUrl: up.target.origin, databaseUrl: baseDb.url, backendCpu: baseDb.backendCpu, root: values.baseline, nodeArgs }));
     }
-    if (wanted.has('tollgate-pglite')) running.push(await startTollgate({ name: 'tollgate-pglite-baseline', upstreamUrl: up.target.origin, root: values.baseline }));
+    if (wanted.has('tollgate-pglite')) running.push(await startTollgate({ name: 'tollgate-pglite-baseline', upstreamUrl: up.target.origin, root: values.baseline, nodeArgs }));
   }
   const body = chatBody();
+  for (const r of running) console.error(`${r.target.name}: pid ${r.target.pid}`);
   for (const r of running) await fixedCount(r.target, body, Number(values.warmup));
   const per = new Map<string, number[]>();
   for (let round = 0; round < rounds; round++) {
     const one = async (r: Running) => {
       const m = await fixedCount(r.target, body, requests);
       (per.get(r.target.name) ?? per.set(r.target.name, []).get(r.target.name)!).push(m.cpuPerRequest);
-      console.error(`round ${round + 1} ${r.target.name}: ${(m.cpuPerRequest * 1e6).toFixed(1)} µs CPU/req, ${(requests / m.seconds).toFixed(0)} req/s`);
+      console.error(`round ${round + 1} ${r.target.name}: ${(m.cpuPerRequest * 1e6).toFixed(1)} µs CPU/req${r.target.backendCpu ? ` (database backends ${(m.dbPerRequest * 1e6).toFixed(1)})` : ''}${m.childPerRequest > 0 ? ` (child processes ${(m.childPerRequest * 1e6).toFixed(1)})` : ''}, ${(requests / m.seconds).toFixed(0)} req/s`);
     };
     if (values.together) await Promise.all(running.map(one));
     else for (const r of running) await one(r);
@@ -134,4 +151,5 @@ try {
   await up.close();
   await db?.drop();
   await baseDb?.drop();
+  for (const d of variantDbs) await d.drop();
 }

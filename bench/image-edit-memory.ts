@@ -44,7 +44,7 @@ async function startGateway(): Promise<{ proc: ServerProc; url: string; close():
   const url = `http://127.0.0.1:${port}`;
   const proc = await spawnServer({
     name: 'tollgate',
-    args: ['gateway/cli.ts', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
+    args: ['bin/tollgate.js', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
     env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: db?.url ?? '', LOG_LEVEL: 'warn' },
     readyUrl: `${url}/healthz`,
     url,

@@ -134,7 +134,7 @@ try {
   if (first) figures.operatorFirstPass = { compileMs: first.compileMs, serializeMs: first.serializeMs, putMs: first.putMs, shards: first.shards };
   const pods = ['gw-a', 'gw-b'];
   const t0 = performance.now();
-  const gws = pods.map((pod, i) => run(pod, ['gateway/cli.ts', 'start', '--kubernetes', '--port', '0', '--host', '127.0.0.1'], { POD_NAME: pod, DATABASE_URL: dbUrl.toString(), TOLLGATE_DATA_DIR: join(dir, `gw-${i}`) }));
+  const gws = pods.map((pod, i) => run(pod, ['bin/tollgate.js', 'start', '--kubernetes', '--port', '0', '--host', '127.0.0.1'], { POD_NAME: pod, DATABASE_URL: dbUrl.toString(), TOLLGATE_DATA_DIR: join(dir, `gw-${i}`) }));
   const g1 = manifestGeneration();
   await until('gateways loaded', () => pods.every((p) => served(p) >= g1));
   figures.gatewayStartToServingMs = Math.round(performance.now() - t0);

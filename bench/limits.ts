@@ -83,7 +83,7 @@ async function startGateway(name: string, upstreamUrl: string, limited: boolean,
   const url = `http://127.0.0.1:${port}`;
   const proc: ServerProc = await spawnServer({
     name,
-    args: ['gateway/cli.ts', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
+    args: ['bin/tollgate.js', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
     env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions(name), TOLLGATE_ADMIN_PORT: 'off', ...env },
     readyUrl: `${url}/healthz`,
     url,

@@ -2,11 +2,13 @@
 // each with its own pool, writing `--rows` rows in total in batches of `--batch`, `--writers` batches in flight per
 // process, into usage_events partitioned by day (migration 0002) or, with --unpartitioned, one plain table with the
 // same key.
-// Rows in time order over three days, 50 projects. Prints rows/s for the whole run and the machine's load average.
-// --without-key-index drops migration 0004's (api_key_id, occurred_at) index, to see what it costs the writer.
-//   node bench/partitioned-writer.ts [--rows 200000] [--procs 4] [--batch 2000] [--writers 3] [--unpartitioned] [--without-key-index]
+// Rows in time order over three days, 50 projects. Prints rows/s for the whole run, the Postgres backend CPU per row
+// (utime + stime from /proc of the writers' server processes: Postgres must run on this machine) and the load average.
+// --with-key-index puts back the (api_key_id, occurred_at) index migration 0006 dropped, to see what it costs.
+//   node bench/partitioned-writer.ts [--rows 200000] [--procs 4] [--batch 2000] [--writers 3] [--unpartitioned] [--with-key-index]
 import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -23,7 +25,7 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '2000' },
     writers: { type: 'string', default: '3' },
     unpartitioned: { type: 'boolean', default: false },
-    'without-key-index': { type: 'boolean', default: false },
+    'with-key-index': { type: 'boolean', default: false },
     child: { type: 'string' },
     count: { type: 'string' },
   },
@@ -32,6 +34,8 @@ const serverUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:543
 const batch = Number(values.batch);
 const writers = Number(values.writers);
 const DAY0 = Date.UTC(2030, 0, 1);
+// USER_HZ: 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
+const TICKS_PER_SECOND = 100;
 
 // Rows in time order over three days, as a ledger receives them: a batch covers moments, so almost always one day.
 function row(i: number, total: number): LedgerRow {
@@ -50,6 +54,8 @@ if (values.child) {
   const total = Number(values.count);
   const batches: LedgerRow[][] = [];
   for (let i = 0; i < total; i += batch) batches.push(Array.from({ length: Math.min(batch, total - i) }, (_, k) => row(i + k, total)));
+  // Open every connection now, so the parent sees their server processes before the run starts.
+  await Promise.all(Array.from({ length: writers }, () => store.query('SELECT pg_sleep(0.05)')));
   process.send!({ ready: true });
   await new Promise((r) => process.once('message', r));
   let next = 0;
@@ -62,8 +68,10 @@ if (values.child) {
       }
     }),
   );
-  await store.close();
   process.send!({ inserted });
+  // Connections stay open until the parent has read their backends' CPU.
+  await new Promise((r) => process.once('message', r));
+  await store.close();
   process.disconnect();
 } else {
   const name = `tollgate_bench_${randomBytes(4).toString('hex')}`;
@@ -80,7 +88,7 @@ if (values.child) {
     if (!values.unpartitioned) await maintainPartitions(store, { now: DAY0, daysAhead: 2 });
     // The same key as the partitioned table, so the same writer statement runs against both.
     else await store.exec('ALTER TABLE usage_events DROP CONSTRAINT usage_events_pkey, ADD PRIMARY KEY (request_id, occurred_at)');
-    if (values['without-key-index']) await store.exec('DROP INDEX usage_events_api_key_occurred_at');
+    if (values['with-key-index']) await store.exec('CREATE INDEX usage_events_api_key_occurred_at ON usage_events (api_key_id, occurred_at)');
     const procs = Number(values.procs);
     const rows = Number(values.rows);
     const children = Array.from({ length: procs }, () =>
@@ -91,25 +99,43 @@ if (values.child) {
     const died = Promise.all(children.map((c) => new Promise((_, reject) => c.once('exit', (code) => code && reject(new Error(`writer process exited with code ${code}`))))));
     died.catch(() => {});
     await Promise.race([Promise.all(children.map((c) => new Promise((r) => c.once('message', r)))), died]);
+    const { rows: backends } = await store.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+    );
+    const cpu0 = backendTicks(backends.map((b) => b.pid));
     const load = loadavg();
     const t0 = performance.now();
     const done = children.map((c) => new Promise<{ inserted: number }>((r) => c.once('message', r)));
     for (const c of children) c.send('go');
     const results = (await Promise.race([Promise.all(done), died])) as { inserted: number }[];
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = backendTicks(backends.map((b) => b.pid)) - cpu0;
+    for (const c of children) c.send('bye');
     const inserted = results.reduce((n, r) => n + r.inserted, 0);
+    const backendMicros = ((cpu / TICKS_PER_SECOND) * 1e6) / inserted;
     const { rows: check } = await store.query<{ n: string }>('SELECT sum(request_count) AS n FROM usage_hourly');
     // Heap + indexes + TOAST of every partition (pg_partition_tree lists the parent and its leaves).
     const { rows: size } = await store.query<{ bytes: string }>(
       "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('usage_events')), pg_total_relation_size('usage_events')) AS bytes",
     );
     console.log(
-      `${values.unpartitioned ? 'unpartitioned' : 'partitioned by day'}${values['without-key-index'] ? ', without the key index' : ''}: ${inserted} rows (rollup counts ${check[0].n}), ${procs} processes × ${writers} writers, ` +
-        `batch ${batch}: ${seconds.toFixed(2)} s, ${Math.round(inserted / seconds)} rows/s, ${Math.round(Number(size[0].bytes) / inserted)} bytes/row on disk; load average before ${load.map((l) => l.toFixed(2)).join(' ')}, after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+      `${values.unpartitioned ? 'unpartitioned' : 'partitioned by day'}${values['with-key-index'] ? ', with the (api_key_id, occurred_at) index' : ''}: ${inserted} rows (rollup counts ${check[0].n}), ${procs} processes × ${writers} writers, ` +
+        `batch ${batch}: ${seconds.toFixed(2)} s, ${Math.round(inserted / seconds)} rows/s, ${backendMicros.toFixed(2)} µs backend CPU per row (${backends.length} backends), ${Math.round(Number(size[0].bytes) / inserted)} bytes/row on disk; load average before ${load.map((l) => l.toFixed(2)).join(' ')}, after ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
     );
   } finally {
     await store.close();
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
   }
+}
+
+/** utime + stime of these processes, in clock ticks (fields 14 and 15 of /proc/<pid>/stat, after the command name). */
+function backendTicks(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticks += Number(f[11]) + Number(f[12]);
+  }
+  return ticks;
 }

@@ -28,6 +28,8 @@ export interface SpawnOptions {
   readyUrl: string;
   url: string;
   timeoutMs?: number;
+  /** A program that runs node (e.g. valgrind and its options), given node's path and `args`. */
+  wrapper?: string[];
 }
 
 // One free-port finder for tests and benchmarks.
@@ -36,7 +38,8 @@ export { freePort } from '../test/support/child-gateway.ts';
 /** Starts `node <args>` and waits until readyUrl answers. */
 export async function spawnServer(opts: SpawnOptions): Promise<ServerProc> {
   const started = performance.now();
-  const proc = spawn(process.execPath, opts.args, {
+  const [command, ...commandArgs] = [...(opts.wrapper ?? []), process.execPath, ...opts.args];
+  const proc = spawn(command, commandArgs, {
     env: { ...process.env, ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -115,12 +118,15 @@ function overTree(pid: number, f: (p: number) => number): number {
 
 /** User + system CPU seconds the process and its descendants have used so far (/proc/<pid>/stat utime + stime). */
 export function cpuSeconds(pid: number): number {
-  return overTree(pid, (p) => {
-    const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  });
+  return overTree(pid, ownCpuSeconds);
+}
+
+/** The process's own user + system CPU seconds, without its descendants. */
+export function ownCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
 }
 
 /** VmHWM (peak RSS) and VmRSS in bytes, summed over the process and its descendants (the peak: an upper bound). */

@@ -182,7 +182,7 @@ export async function runResilience(opts: { rate: number; seconds: number; failR
   const url = `http://127.0.0.1:${port}`;
   const proc = await spawnServer({
     name: 'tollgate-resilience',
-    args: ['gateway/cli.ts', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
+    args: ['bin/tollgate.js', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
     env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: 'warn', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, TOLLGATE_ADMIN_PORT: String(adminPort) },
     readyUrl: `${url}/healthz`,
     url,

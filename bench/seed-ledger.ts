@@ -1,6 +1,6 @@
 // Seeds a ledger with synthetic usage: rows spread evenly over `days` ending at `end`, written by
-// generate_series in SQL straight into usage_events, then usage_hourly built from exactly those rows,
-// so the rollup and the raw table agree as if the ledger writer had written them.
+// generate_series in SQL straight into usage_events, then usage_hourly and usage_hourly_keys built from exactly
+// those rows, so the rollups and the raw table agree as if the ledger writer had written them.
 //   node bench/seed-ledger.ts --database-url postgres://… [--rows 10000000] [--days 30]
 // Use a fresh database: on a large seed the primary key and index are dropped and rebuilt around the insert.
 import { parseArgs } from 'node:util';
@@ -18,6 +18,8 @@ export interface SeedOptions {
 export interface SeedResult {
   rows: number;
   hourlyRows: number;
+  /** Rows of the per-key rollup (usage_hourly_keys). */
+  hourlyKeyRows: number;
   seconds: number;
   /** Seconds per step: insert, index (when rebuilt), rollup, analyze. */
   phases: Record<string, number>;
@@ -114,7 +116,31 @@ FROM (
     artifacts = h.artifacts + EXCLUDED.artifacts, request_count = h.request_count + EXCLUDED.request_count,
     cost_points = h.cost_points + EXCLUDED.cost_points, original_cost = h.original_cost + EXCLUDED.original_cost
   RETURNING 1) SELECT count(*) AS n FROM r`;
-  if (rebuild) await store.exec('ALTER TABLE usage_hourly DROP CONSTRAINT usage_hourly_pkey; DROP INDEX usage_hourly_organization_hour;');
+  // The same rows per key (key-p is only ever used in proj-p, so the projects' split divides the keys too).
+  const keySelect = `
+  SELECT api_key_id, date_trunc('hour', occurred_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', coalesce(nullif(client_model, ''), model_id),
+    max(organization), max(project), sum(input), sum(output), sum(cache_read), sum(cache_write), sum(cache_explicit_read),
+    sum(reasoning), sum(artifacts), count(*), sum(cost_points), sum(original_cost)
+  FROM usage_events WHERE request_id LIKE 'seed-%' AND project = ANY($1::text[])
+  GROUP BY 1, 2, 3`;
+  const keyColumns = `api_key_id, hour, client_model, organization, project, input, output, cache_read, cache_write,
+    cache_explicit_read, reasoning, artifacts, request_count, cost_points, original_cost`;
+  const keyRollupSql = rebuild
+    ? `WITH r AS (INSERT INTO usage_hourly_keys (${keyColumns}) ${keySelect} RETURNING 1) SELECT count(*) AS n FROM r`
+    : `WITH r AS (INSERT INTO usage_hourly_keys AS k (${keyColumns}) ${keySelect}
+  ON CONFLICT (api_key_id, hour, client_model) DO UPDATE SET
+    input = k.input + EXCLUDED.input, output = k.output + EXCLUDED.output,
+    cache_read = k.cache_read + EXCLUDED.cache_read, cache_write = k.cache_write + EXCLUDED.cache_write,
+    cache_explicit_read = k.cache_explicit_read + EXCLUDED.cache_explicit_read, reasoning = k.reasoning + EXCLUDED.reasoning,
+    artifacts = k.artifacts + EXCLUDED.artifacts, request_count = k.request_count + EXCLUDED.request_count,
+    cost_points = k.cost_points + EXCLUDED.cost_points, original_cost = k.original_cost + EXCLUDED.original_cost
+  RETURNING 1) SELECT count(*) AS n FROM r`;
+  if (rebuild) {
+    await store.exec(
+      'ALTER TABLE usage_hourly DROP CONSTRAINT usage_hourly_pkey; DROP INDEX usage_hourly_organization_hour; ' +
+        'ALTER TABLE usage_hourly_keys DROP CONSTRAINT usage_hourly_keys_pkey; DROP INDEX usage_hourly_keys_organization_hour; DROP INDEX usage_hourly_keys_hour;',
+    );
+  }
   // Projects split between the two writers; each bucket belongs to exactly one project.
   const halves = [0, 1].map((h) => Array.from({ length: projects }, (_, p) => p).filter((p) => p % chunks === h || chunks === 1).map(seedProject));
   const counts = await Promise.all(
@@ -122,21 +148,26 @@ FROM (
       store.transaction(async (q) => {
         // The hash aggregate (hundreds of thousands of buckets with NUMERIC sums) stays in memory instead of spilling.
         await q.query(`SET LOCAL work_mem = '1GB'`);
-        return Number((await q.query<{ n: string }>(rollupSql, [list])).rows[0].n);
+        const hourly = Number((await q.query<{ n: string }>(rollupSql, [list])).rows[0].n);
+        const byKey = Number((await q.query<{ n: string }>(keyRollupSql, [list])).rows[0].n);
+        return [hourly, byKey] as const;
       }),
     ),
   );
   if (rebuild) {
     await store.exec(
-      'ALTER TABLE usage_hourly ADD CONSTRAINT usage_hourly_pkey PRIMARY KEY (project, hour, client_model); CREATE INDEX usage_hourly_organization_hour ON usage_hourly (organization, hour);',
+      'ALTER TABLE usage_hourly ADD CONSTRAINT usage_hourly_pkey PRIMARY KEY (project, hour, client_model); CREATE INDEX usage_hourly_organization_hour ON usage_hourly (organization, hour); ' +
+        'ALTER TABLE usage_hourly_keys ADD CONSTRAINT usage_hourly_keys_pkey PRIMARY KEY (api_key_id, hour, client_model); ' +
+        'CREATE INDEX usage_hourly_keys_organization_hour ON usage_hourly_keys (organization, hour); CREATE INDEX usage_hourly_keys_hour ON usage_hourly_keys (hour);',
     );
   }
   phase('rollup');
-  await store.exec('ANALYZE usage_events; ANALYZE usage_hourly;');
+  await store.exec('ANALYZE usage_events; ANALYZE usage_hourly; ANALYZE usage_hourly_keys;');
   phase('analyze');
   return {
     rows: opts.rows,
-    hourlyRows: counts.reduce((a, b) => a + b, 0),
+    hourlyRows: counts.reduce((a, [h]) => a + h, 0),
+    hourlyKeyRows: counts.reduce((a, [, k]) => a + k, 0),
     seconds: (performance.now() - t0) / 1000,
     phases,
     from: new Date(from),

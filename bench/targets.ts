@@ -48,12 +48,12 @@ export async function startUpstream(): Promise<Running> {
 }
 
 /** The bare pass-through: streamed (`bare`) or buffered (`bare-buffered`); the floor is the better of the two. */
-export async function startBare(upstreamUrl: string, opts: { buffered?: boolean } = {}): Promise<Running> {
+export async function startBare(upstreamUrl: string, opts: { buffered?: boolean; nodeArgs?: string[]; wrapper?: string[]; timeoutMs?: number } = {}): Promise<Running> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const name = opts.buffered ? 'bare-buffered' : 'bare';
-  const args = ['bench/bare-proxy.ts', '--port', String(port), '--upstream', upstreamUrl, ...(opts.buffered ? ['--buffered'] : [])];
-  const proc = await spawnServer({ name, args, env: { NODE_OPTIONS: GATEWAY_NODE_OPTIONS }, readyUrl: `${url}/healthz`, url });
+  const args = [...(opts.nodeArgs ?? []), 'bench/bare-proxy.ts', '--port', String(port), '--upstream', upstreamUrl, ...(opts.buffered ? ['--buffered'] : [])];
+  const proc = await spawnServer({ name, args, env: { NODE_OPTIONS: GATEWAY_NODE_OPTIONS }, readyUrl: `${url}/healthz`, url, wrapper: opts.wrapper, timeoutMs: opts.timeoutMs });
   return {
     proc,
     target: {
@@ -107,6 +107,8 @@ export interface TollgateOptions {
   root?: string;
   /** Another checkout's entry point (bench/streams.ts --also): the same scenario against older code in one run. */
   cliPath?: string;
+  /** Runs node under this program (bench/instructions-per-request.ts: valgrind). */
+  wrapper?: string[];
 }
 
 export interface RunningTollgate extends Running {
@@ -129,8 +131,9 @@ export async function startTollgate(opts: TollgateOptions): Promise<RunningTollg
     env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: opts.databaseUrl ?? '', NODE_OPTIONS: GATEWAY_NODE_OPTIONS, ...opts.env },
     readyUrl: `${url}/healthz`,
     url,
+    wrapper: opts.wrapper,
     // Generous: a first PGlite boot on a busy shared machine takes minutes (its start time is reported, not bounded here).
-    timeoutMs: 300_000,
+    timeoutMs: opts.wrapper ? 1_200_000 : 300_000,
   });
   const bearer = keys[0].key;
   return {

@@ -1,4 +1,5 @@
 // Every error the gateway itself raises, declared once, rendered in each protocol family's shape (docs/contract.md, errors).
+import type { ChatErrorBody, CompatErrorBody, GeminiErrorBody, MessagesErrorBody, ProblemBody } from './openapi/error-bodies.ts';
 
 export type ErrorKind =
   | 'invalid_api_key'
@@ -93,13 +94,13 @@ export function renderError(family: ErrorFamily, err: GatewayError, requestId?: 
   const status = err.status;
   switch (family) {
     case 'chat':
-      return json(status, { error: { message: err.message, type: spec.chatType, param: err.param, code: spec.code } });
+      return json(status, { error: { message: err.message, type: spec.chatType, param: err.param, code: spec.code } } satisfies ChatErrorBody);
     case 'compat':
-      return json(status, { error: { code: spec.code, message: err.message, param: err.param ?? '', type: spec.compatType } });
+      return json(status, { error: { code: spec.code, message: err.message, param: err.param ?? '', type: spec.compatType } } satisfies CompatErrorBody);
     case 'messages':
-      return json(status, { type: 'error', error: { type: spec.messagesType, message: err.message }, ...(requestId ? { request_id: requestId } : {}) });
+      return json(status, { type: 'error', error: { type: spec.messagesType, message: err.message }, ...(requestId ? { request_id: requestId } : {}) } satisfies MessagesErrorBody);
     case 'gemini':
-      return json(status, { error: { code: status, message: err.message, status: spec.googleStatus } });
+      return json(status, { error: { code: status, message: err.message, status: spec.googleStatus } } satisfies GeminiErrorBody);
     case 'problem':
       return {
         status,
@@ -111,7 +112,7 @@ export function renderError(family: ErrorFamily, err: GatewayError, requestId?: 
           detail: err.message,
           ...(err.errors ? { errors: err.errors } : {}),
           ...(requestId ? { instance: `urn:tollgate:request:${requestId}` } : {}),
-        }),
+        } satisfies ProblemBody),
       };
   }
 }

@@ -20,6 +20,7 @@ import { UpstreamClient } from './upstream/client.ts';
 import { InFlight } from './relay/in-flight.ts';
 import { bufferedAccessLogger } from './telemetry/access-log.ts';
 import { startAdminServer } from './admin/server.ts';
+import { openApiJson } from './openapi/document.ts';
 import type { AdminServer } from './admin/server.ts';
 import type { AdminToken } from './admin/tokens.ts';
 import { existsSync } from 'node:fs';
@@ -67,8 +68,6 @@ export interface GatewayOptions {
   adminTokens?: readonly AdminToken[];
   /** The built console served on the admin port (default: console/dist beside the gateway, when it exists). */
   adminConsoleDir?: string;
-  /** The OpenAPI document served at /openapi.json on the admin port (wired where the document builder exists). */
-  openapi?: () => object;
   /** Shared rate-limit and budget counters (docs/limits.md); absent: in-process counters. The CLI reads REDIS_URL. */
   redisUrl?: string;
   /** Prefix of every Redis key (default "tollgate:"). */
@@ -227,7 +226,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
           upstreams,
           admin: { tokens: opts.adminTokens ?? [], holder, ledger, mode: opts.kubernetes ? 'kubernetes' : 'standalone', configPath: opts.kubernetes ? undefined : opts.configPath, reload, upstreams, governor },
           consoleDir: opts.adminConsoleDir ?? (existsSync(DEFAULT_CONSOLE_DIR) ? DEFAULT_CONSOLE_DIR : undefined),
-          openapi: opts.openapi,
+          openapi: openApiJson,
         });
   let closing: Promise<void> | undefined;
   const close = (drainMs?: number): Promise<void> =>

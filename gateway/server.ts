@@ -17,6 +17,7 @@ import { registerImageRoutes } from './routes/images.ts';
 import { registerLimitsRoutes } from './routes/limits.ts';
 import { registerMessagesRoutes } from './routes/messages.ts';
 import { registerModelRoutes } from './routes/models.ts';
+import { registerOpenApiRoute } from './routes/openapi.ts';
 import { registerResponsesRoutes } from './routes/responses.ts';
 import { registerUnifiedRoutes } from './routes/unified.ts';
 import { registerUsageRoutes } from './routes/usage.ts';
@@ -31,6 +32,8 @@ export interface ServerOptions {
   logger: FastifyBaseLogger;
   /** Per-request metrics, spans and the access log (absent or disabled: none). */
   telemetry?: Telemetry;
+  /** Told of every route as it is registered (the OpenAPI check compares them with the declared routes). */
+  onRoute?: (route: { method: string | string[]; url: string }) => void;
 }
 
 export const DEFAULT_BODY_TIMEOUTS: BodyTimeouts = { jsonMs: 30_000, uploadMs: 300_000 };
@@ -69,6 +72,7 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   instrumentServer(app, opts.telemetry);
   const routes = new RouteTable();
   routes.watch(app);
+  if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
   app.addHook('onRequest', (req, reply, done) => {
     if (!ctx.draining.value) return done();
     const r = renderError(familyOf(req.url), new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.'), req.id);
@@ -103,5 +107,6 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   registerUsageRoutes(app, ctx);
   registerEmbeddingsRoutes(app, ctx);
   registerLimitsRoutes(app, ctx);
+  registerOpenApiRoute(app);
   return app;
 }

@@ -86,7 +86,7 @@ process.once('SIGINT', () => void stop(0));
 process.once('SIGTERM', () => void stop(0));
 
 run('operator', ['operator/main.ts', '--namespace', namespace], { POD_NAME: 'tollgate-operator-0', LOG_LEVEL: 'info' });
-const gateway = run('gateway', ['gateway/cli.ts', 'start', '--kubernetes', '--namespace', namespace, '--host', '127.0.0.1', '--port', String(gatewayPort)], {
+const gateway = run('gateway', ['bin/tollgate.js', 'start', '--kubernetes', '--namespace', namespace, '--host', '127.0.0.1', '--port', String(gatewayPort)], {
   POD_NAME: 'tollgate-gateway-0',
   TOLLGATE_DATA_DIR: join(dataDir, 'gateway'),
   LOG_LEVEL: 'info',

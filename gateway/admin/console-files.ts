@@ -48,7 +48,7 @@ async function sendFile(reply: FastifyReply, path: string, cache: string): Promi
 export function registerConsole(app: FastifyInstance, dir: string): void {
   const root = resolve(dir);
   const missing = (reply: FastifyReply) =>
-    secure(reply).code(404).header('content-type', 'text/plain; charset=utf-8').send(`The console is not built (no ${root}/index.html); npm run build builds it.\n`);
+    secure(reply).code(404).header('content-type', 'text/plain; charset=utf-8').send(`The console is not built (no ${root}/index.html); npm run build:console builds it.\n`);
   app.get('/', async (_req, reply) => (await sendFile(reply, resolve(root, 'index.html'), 'no-cache')) ?? missing(reply));
   app.get('/console/*', async (req, reply) => {
     const rel = (req.params as { '*': string })['*'];

@@ -85,6 +85,7 @@ export const keySchema = z
     expiresAt: z.string().optional(),
     limits: limitsSchema.optional(),
     budget: budgetSchema.optional(),
+    spend: spendSchema.optional().describe('On GET /admin/v1/keys/:id only, when the key has limits or a budget of its own.'),
   })
   .meta({ id: 'AdminKey' });
 
@@ -191,11 +192,14 @@ export const upstreamsSchema = z
         state: z.enum(['healthy', 'ejected', 'half_open']),
         healthy: z.boolean(),
         consecutiveFailures: z.number().int(),
+        window: z.object({ requests: z.number().int(), failures: z.number().int() }).describe('Outcomes in the failure-ratio window (while healthy).'),
+        lastEjectCause: z.enum(['consecutive', 'ratio']).nullable(),
         ejectedUntil: z.string().nullable(),
         inFlight: z.number().int(),
         attempts: z.record(z.string(), z.number().int()),
         retries: z.number().int(),
         ejections: z.number().int(),
+        ejectionsBy: z.object({ consecutive: z.number().int(), ratio: z.number().int() }),
       }),
     ),
   })

@@ -40,8 +40,8 @@ export interface AdminServerOptions {
   admin?: AdminContext & { tokens: readonly AdminToken[] };
   /** Directory of the built console (index.html and its assets). */
   consoleDir?: string;
-  /** The OpenAPI document, served at /openapi.json when given. */
-  openapi?: () => object;
+  /** The OpenAPI document, served at /openapi.json when given: its pre-serialised bytes (gateway/openapi/document.ts) or an object. */
+  openapi?: () => Buffer | object;
 }
 
 /** Largest admin request body: configuration edits are small. */
@@ -72,7 +72,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   app.get('/healthz', (_req, reply) => reply.header('content-type', 'text/plain').send('ok\n'));
   if (opts.openapi) {
     const doc = opts.openapi;
-    app.get('/openapi.json', (_req, reply) => reply.header('cache-control', 'no-cache').send(doc()));
+    app.get('/openapi.json', (_req, reply) => reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-cache').send(doc()));
   }
   if (opts.consoleDir) registerConsole(app, opts.consoleDir);
   if (opts.admin) registerAdminApi(app, opts.admin, opts.log);

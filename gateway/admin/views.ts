@@ -87,6 +87,15 @@ export function projectViews(s: RuntimeSnapshot, organization?: string) {
   return [...byId.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, p]) => p);
 }
 
+/** A key's own limits and budgets (its organization's and project's show on those), per-model ones included. */
+export function keyOwnRules(k: RuntimeKey): Rule[] {
+  const gov = k.governance;
+  if (!gov) return [];
+  const own = gov.rules.filter((r) => r.scope === 'key');
+  for (const list of gov.byModel.values()) for (const r of list) if (r.scope === 'key' && !own.includes(r)) own.push(r);
+  return own;
+}
+
 /** The spend view of some rules (undefined when there are none or no governor). */
 export async function spendOf(ctx: AdminContext, rules: readonly Rule[] | undefined) {
   if (!ctx.governor || !rules || rules.length === 0) return undefined;

@@ -12,9 +12,12 @@ import type { LedgerRow } from '../ledger/row.ts';
 import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { CounterBackend, Verdict } from './backend.ts';
 import { setRateHeaders } from './headers.ts';
+import type { LimitsView } from './limits-view.ts';
 import { periodEnd, periodId } from './periods.ts';
 import type { Rule } from './rules.ts';
 import { toUnits, unitsToPoints } from './spend-units.ts';
+
+export type { LimitsView } from './limits-view.ts';
 
 /** What admission needs from a relay call. */
 export interface GovernedCall {
@@ -165,15 +168,6 @@ function inputUnits(pricing: CompiledPricing, tokens: number, orgDiscount: Decim
   const discount = orgDiscount ?? pricing.discount;
   // tokens × price per million × discount: scale = price + 6 + discount.
   return toUnits({ units: BigInt(tokens) * price.units * discount.units, scale: price.scale + 6 + discount.scale });
-}
-
-export interface LimitsView {
-  key: string;
-  project: string;
-  organization: string;
-  backend: 'memory' | 'redis';
-  limits: { scope: string; owner: string; kind: string; model?: string; limit: number; remaining: number; reset_seconds: number }[];
-  budgets: { scope: string; owner: string; period: string; points: string; spent: string; remaining: string; soft_points?: string; resets_at: string | null }[];
 }
 
 /** One admitted request: knows what it reserved, learns the exact charge from the ledger row, settles once. */

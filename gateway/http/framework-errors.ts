@@ -53,20 +53,32 @@ export interface BodyTimeouts {
 /**
  * A body that trickles in (headers, then a byte every few seconds) would hold a connection for ever: each request
  * with a body gets a deadline, and a body still arriving then is answered 408 in the route's family, the connection
- * closed. The timer goes when the body ended (fastify read it, or an upload was streamed through).
+ * closed. The timer goes when the body ended (fastify read it, or an upload was streamed through). Per request this
+ * is one timer and two listeners shared by every request (they find the timer on the request): no closure each.
  */
 export function bodyTimeouts(app: FastifyInstance, familyOf: FamilyOf, t: BodyTimeouts): void {
   app.addHook('onRequest', (req, reply, done) => {
-    const raw = req.raw;
+    const raw = req.raw as BodyTimed;
     const h = raw.headers;
     if (raw.complete || (h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0'))) return done();
-    const upload = (req.routeOptions.url ?? '').endsWith('/images/edits');
-    const timer = setTimeout(bodyTimedOut, upload ? t.uploadMs : t.jsonMs, req, reply, familyOf, upload ? t.uploadMs : t.jsonMs);
-    const clear = () => clearTimeout(timer);
-    raw.once('end', clear);
-    raw.once('close', clear);
+    const ms = (req.routeOptions.url ?? '').endsWith('/images/edits') ? t.uploadMs : t.jsonMs;
+    raw[BODY_TIMER] = setTimeout(bodyTimedOut, ms, req, reply, familyOf, ms);
+    // Left attached (the request is done with either): a second call finds no timer.
+    raw.on('end', clearBodyTimer);
+    raw.on('close', clearBodyTimer);
     done();
   });
+}
+
+const BODY_TIMER = Symbol('tollgate.bodyTimer');
+type BodyTimed = IncomingMessage & { [BODY_TIMER]?: NodeJS.Timeout };
+
+/** The request's 'end' or 'close' listener (`this` is the request). */
+function clearBodyTimer(this: BodyTimed): void {
+  const timer = this[BODY_TIMER];
+  if (timer === undefined) return;
+  clearTimeout(timer);
+  this[BODY_TIMER] = undefined;
 }
 
 function bodyTimedOut(req: FastifyRequest, reply: FastifyReply, familyOf: FamilyOf, ms: number): void {

@@ -21,9 +21,7 @@ export function registerEmbeddingsRoutes(app: FastifyInstance, ctx: GatewayConte
 async function embeddings(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { snapshot, key } = admit(ctx, req);
   const { raw, value: body } = parseJsonObject(req.body as Buffer);
-  const clientModel = body.model;
-  if (typeof clientModel !== 'string' || clientModel.trim() === '') throw new GatewayError('invalid_request', 'you must provide a model parameter', { param: 'model' });
-  if (body.input === undefined || body.input === null) throw new GatewayError('invalid_request', "'input' is required", { param: 'input' });
+  const clientModel = requireEmbeddingsFields(body);
   const model = resolveModel(snapshot, key, clientModel);
   const targets = orderByWeight(model.protocols.embeddings ?? upstreamsFor(model, 'openai', clientModel));
   const at = topLevelValue(raw, 'model');
@@ -35,4 +33,11 @@ async function embeddings(ctx: GatewayContext, req: FastifyRequest, reply: Fasti
   };
   const call = relayCall(req, openai, { family: 'chat', key, model, clientModel, protocol: 'embeddings', targets, stream: false, requestBytes: raw.length, build, reader: embeddingsAdapter.reader });
   await relay(ctx.relay, call, reply);
+}
+
+export function requireEmbeddingsFields(body: Record<string, unknown>): string {
+  const model = body.model;
+  if (typeof model !== 'string' || model.trim() === '') throw new GatewayError('invalid_request', 'you must provide a model parameter', { param: 'model' });
+  if (body.input === undefined || body.input === null) throw new GatewayError('invalid_request', "'input' is required", { param: 'input' });
+  return model;
 }

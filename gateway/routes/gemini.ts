@@ -56,9 +56,7 @@ async function generateContent(ctx: GatewayContext, req: FastifyRequest, reply: 
   const goog = req.headers['x-goog-api-key'];
   const { snapshot, key } = admit(ctx, req, typeof goog === 'string' && goog !== '' ? goog.trim() : queryKeyOf(req.raw));
   const { raw, value: body } = parseJsonObject(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
-  if (!Array.isArray(body.contents) || body.contents.length === 0) {
-    throw new GatewayError('invalid_request', '* GenerateContentRequest.contents: contents is not specified', { param: 'contents' });
-  }
+  requireContents(body);
   const clientModel = target.model;
   const model = resolveModel(snapshot, key, clientModel);
   const targets = orderByWeight(upstreamsFor(model, 'gemini', clientModel));
@@ -79,4 +77,10 @@ async function generateContent(ctx: GatewayContext, req: FastifyRequest, reply: 
   const endpoint = `/api/v1/gemini/${version}/models/{model}:${target.action}`;
   const call = relayCall(req, gemini, { family: 'gemini', key, model, clientModel, protocol: 'gemini', targets, stream, requestBytes: raw.length, build, reader: gemini.outputOnlyReader, billing: 'output_only', endpoint });
   await relay(ctx.relay, call, reply);
+}
+
+export function requireContents(body: Record<string, unknown>): void {
+  if (!Array.isArray(body.contents) || body.contents.length === 0) {
+    throw new GatewayError('invalid_request', '* GenerateContentRequest.contents: contents is not specified', { param: 'contents' });
+  }
 }

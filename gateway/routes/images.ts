@@ -134,11 +134,17 @@ async function edits(ctx: GatewayContext, req: FastifyRequest, reply: FastifyRep
 async function jsonEdits(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, family: ErrorFamily): Promise<void> {
   const { snapshot, key } = admit(ctx, req);
   const { raw, value: body } = parseJsonObject(req.body as Buffer);
-  const clientModel = checkGeneration(body, family);
-  if (!Array.isArray(body.images) || body.images.length === 0) throw new GatewayError('invalid_request', "Missing required parameter: 'images'.", { param: 'images' });
-  if (body.images.length > MAX_EDIT_IMAGES) throw new GatewayError('invalid_request', `At most ${MAX_EDIT_IMAGES} images may be edited in one request.`, { param: 'images' });
+  const clientModel = checkJsonEdit(body, family);
   const model = resolveModel(snapshot, key, clientModel);
   await forwardJson(ctx, req, reply, family, { key, body, raw, clientModel, model, path: images.paths.edits });
+}
+
+/** The JSON edits body: the generation rules and 1 to 16 images; returns the client's model. */
+export function checkJsonEdit(body: Record<string, unknown>, family: ErrorFamily): string {
+  const model = checkGeneration(body, family);
+  if (!Array.isArray(body.images) || body.images.length === 0) throw new GatewayError('invalid_request', "Missing required parameter: 'images'.", { param: 'images' });
+  if (body.images.length > MAX_EDIT_IMAGES) throw new GatewayError('invalid_request', `At most ${MAX_EDIT_IMAGES} images may be edited in one request.`, { param: 'images' });
+  return model;
 }
 
 /** Field rules shared by generations and JSON edits; returns the client's model. */
@@ -146,11 +152,11 @@ export function checkGeneration(body: Record<string, unknown>, family: ErrorFami
   const model = body.model;
   if (typeof model !== 'string' || model.trim() === '') throw new GatewayError('invalid_request', 'you must provide a model parameter', { param: 'model' });
   if (typeof body.prompt !== 'string' || body.prompt === '') throw new GatewayError('invalid_request', "Missing required parameter: 'prompt'.", { param: 'prompt' });
-  if (body.n !== undefined && (!Number.isInteger(body.n) || (body.n as number) < 1)) throw new GatewayError('invalid_request', "'n' must be a positive integer.", { param: 'n' });
+  if (body.n !== undefined && (!Number.isSafeInteger(body.n) || (body.n as number) < 1)) throw new GatewayError('invalid_request', "'n' must be a positive integer.", { param: 'n' });
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw new GatewayError('invalid_request', "'stream' must be a boolean.", { param: 'stream' });
   if (body.partial_images !== undefined && body.partial_images !== null) {
     const p = body.partial_images;
-    if (!Number.isInteger(p) || (p as number) < 0 || (p as number) > 3) throw new GatewayError('invalid_request', "'partial_images' must be an integer from 0 to 3.", { param: 'partial_images' });
+    if (!Number.isSafeInteger(p) || (p as number) < 0 || (p as number) > 3) throw new GatewayError('invalid_request', "'partial_images' must be an integer from 0 to 3.", { param: 'partial_images' });
     if (body.stream !== true) throw new GatewayError('invalid_request', "'partial_images' is only allowed with 'stream': true.", { param: 'partial_images' });
   }
   if (family === 'compat' && body.response_format !== undefined && body.response_format !== 'url' && body.response_format !== 'b64_json') {

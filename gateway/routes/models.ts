@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticate, presentedKey } from '../auth/authenticate.ts';
 import { GatewayError } from '../errors.ts';
+import type { ModelObject } from '../openapi/answer-bodies.ts';
 import type { RuntimeKey, RuntimeModel, RuntimeSnapshot } from '../snapshot/runtime.ts';
 import { orgAllows } from '../snapshot/runtime.ts';
 import type { GatewayContext } from './context.ts';
@@ -43,6 +44,6 @@ function visible(m: RuntimeModel, key: RuntimeKey | undefined): boolean {
   return key ? orgAllows(key.organization, m.id) : m.public;
 }
 
-function modelObject(m: RuntimeModel): { id: string; object: 'model'; created: number; owned_by: string } {
+function modelObject(m: RuntimeModel): ModelObject {
   return { id: m.id, object: 'model', created: m.created, owned_by: 'system' };
 }

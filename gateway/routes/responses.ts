@@ -19,13 +19,18 @@ export function registerResponsesRoutes(app: FastifyInstance, ctx: GatewayContex
 async function createResponse(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { snapshot, key } = admit(ctx, req);
   const { raw, value: body } = parseJsonObject(req.body as Buffer);
-  const clientModel = body.model;
-  // `input` is optional on the wire (previous_response_id, conversation or a stored prompt can stand in for it).
-  if (typeof clientModel !== 'string' || clientModel.trim() === '') throw new GatewayError('invalid_request', 'you must provide a model parameter', { param: 'model' });
+  const clientModel = requireResponsesFields(body);
   const model = resolveModel(snapshot, key, clientModel);
   const targets = orderByWeight(upstreamsFor(model, 'responses', clientModel));
   for (const f of model.drop) delete body[f];
   const build: RelayCall['build'] = (target) => ((body.model = target.model), { path: responses.paths.create, body: JSON.stringify(body) });
   const call = relayCall(req, responses, { family: 'chat', key, model, clientModel, protocol: 'responses', targets, stream: body.stream === true, requestBytes: raw.length, build, reader: responses.reader, endpoint: ENDPOINT, requireTerminalEvent: responses.requireTerminalEvent });
   await relay(ctx.relay, call, reply);
+}
+
+/** The one field checked here; `input` is optional on the wire (previous_response_id, conversation or a stored prompt can stand in for it). */
+export function requireResponsesFields(body: Record<string, unknown>): string {
+  const model = body.model;
+  if (typeof model !== 'string' || model.trim() === '') throw new GatewayError('invalid_request', 'you must provide a model parameter', { param: 'model' });
+  return model;
 }

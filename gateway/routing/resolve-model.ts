@@ -6,14 +6,17 @@ import type { Protocol } from '../snapshot/schema.ts';
 
 export function resolveModel(snapshot: RuntimeSnapshot, key: RuntimeKey, name: string): RuntimeModel {
   const model = snapshot.byName.get(name.toLowerCase());
-  const notFound = () => new GatewayError('model_not_found', `The model \`${name}\` does not exist or you do not have access to it.`, { param: 'model' });
-  if (!model) throw notFound();
+  if (!model) throw notFound(name);
   if (!orgAllows(key.organization, model.id)) {
     // A private model the org may not use stays invisible; a public one is visible but forbidden.
-    if (!model.public) throw notFound();
+    if (!model.public) throw notFound(name);
     throw new GatewayError('model_not_permitted', `Your organization is not permitted to use the model \`${name}\`.`, { param: 'model' });
   }
   return model;
+}
+
+function notFound(name: string): GatewayError {
+  return new GatewayError('model_not_found', `The model \`${name}\` does not exist or you do not have access to it.`, { param: 'model' });
 }
 
 export function upstreamsFor(model: RuntimeModel, protocol: Protocol, clientModel: string): UpstreamTarget[] {

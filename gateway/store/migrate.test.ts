@@ -60,4 +60,15 @@ describe.each(BACKENDS)('migrations on %s', (backend) => {
     ]);
     expect(await countRows(store, 'usage_events', 'status IS NULL AND latency_ms IS NULL AND key_prefix IS NULL')).toBe(4);
   });
+  it('0006 drops the per-key index on usage_events and every partition, keeping the others', async () => {
+    const { store } = db();
+    await store.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public');
+    await migrate(store, readMigrations().filter((m) => m.version < '0006'));
+    await store.exec("CREATE TABLE usage_events_p20261124 PARTITION OF usage_events FOR VALUES FROM ('2026-11-24') TO ('2026-11-25')");
+    const keyIndexes = () => countRows(store, 'pg_indexes', "tablename LIKE 'usage_events%' AND indexdef LIKE '%(api_key_id, occurred_at)%'");
+    expect(await keyIndexes()).toBe(3); // parent, default partition, the day
+    expect(await migrate(store)).toContain('0006');
+    expect(await keyIndexes()).toBe(0);
+    expect(await countRows(store, 'pg_indexes', "tablename = 'usage_events_p20261124' AND indexdef LIKE '%(occurred_at, request_id)%'")).toBe(1);
+  });
 });

@@ -1,10 +1,13 @@
 // The hand-built access line must be a pino line like any other: same level/time/pid/hostname, valid JSON whatever
 // the strings hold, and only the fields chosen.
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { LedgerRow } from '../ledger/row.ts';
 import type { RuntimeKey, UpstreamTarget } from '../snapshot/runtime.ts';
-import { writeAccessLine } from './access-log.ts';
+import { LineBlocks, writeAccessLine } from './access-log.ts';
 import type { AccessFacts } from './access-log.ts';
 import type { ExchangeCall } from './exchange.ts';
 
@@ -92,5 +95,47 @@ describe('access line', () => {
     expect(Object.keys(a)).not.toContain('org');
     expect(Object.keys(a)).not.toContain('upstreamMs');
     expect(b).toMatchObject({ level: 20, endpoint: '/healthz', method: 'GET' });
+  });
+});
+
+describe('access line blocks', () => {
+  it('writes whole lines in blocks of at most 4096 bytes, and what is pending on flush', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
+    const path = join(dir, 'out.log');
+    const fd = openSync(path, 'w');
+    try {
+      const blocks = new LineBlocks(fd, 60_000);
+      const lines: string[] = [];
+      // Multi-byte characters: the bound counts bytes, not characters.
+      for (let i = 0; i < 40; i++) lines.push(JSON.stringify({ i, model: 'é'.repeat(150 + i) }) + '\n');
+      for (const l of lines) blocks.write(l);
+      const before = readFileSync(path);
+      expect(before.length).toBeGreaterThan(0);
+      expect(before.length).toBeLessThan(Buffer.byteLength(lines.join('')));
+      // Nothing written so far ends inside a line.
+      expect(before.toString('utf8').endsWith('\n')).toBe(true);
+      blocks.flush();
+      expect(readFileSync(path, 'utf8')).toBe(lines.join(''));
+    } finally {
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is a pino destination: lines of the logger land in it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
+    const path = join(dir, 'out.log');
+    const fd = openSync(path, 'w');
+    try {
+      const blocks = new LineBlocks(fd, 60_000);
+      const log = pino({ level: 'info' }, blocks);
+      writeAccessLine(log, 'info', facts());
+      expect(readFileSync(path, 'utf8')).toBe('');
+      log.flush();
+      expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ level: 30, reqId: 'req-1', msg: 'request' });
+    } finally {
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,5 +1,6 @@
 // The one access-log line per request. Built from fields chosen one by one: never a key, a provider credential,
 // a body, a URL query (Gemini's `?key=`) or a header value.
+import { writeSync } from 'node:fs';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { LedgerRow } from '../ledger/row.ts';
@@ -43,10 +44,10 @@ export function writeAccessLine(log: Logger, level: keyof typeof LEVEL_NUMBERS, 
   let s = `{"level":${LEVEL_NUMBERS[level]},"time":${Date.now()}${(l[pino.symbols.chindingsSym] as string | undefined) ?? ''},"reqId":${q(f.requestId)}`;
   if (f.traceId) s += `,"traceId":${q(f.traceId)}`;
   s += `,"method":${q(f.method)},"endpoint":${q(f.endpoint)}`;
-  if (f.key) s += `,"org":${q(f.key.organization.id)},"project":${q(f.key.project)},"keyPrefix":${q(f.key.prefix)}`;
+  if (f.key) s += keyFields(f.key);
   const c = f.call;
   if (c) s += `,"clientModel":${q(c.clientModel)},"model":${q(c.model.id)}`;
-  if (f.target) s += `,"provider":${q(f.target.provider.id)},"upstreamModel":${q(f.target.model)}`;
+  if (f.target) s += targetFields(f.target);
   if (c) s += `,"attempts":${f.attempts},"stream":${c.stream}`;
   s += `,"status":${f.status}`;
   if (f.aborted) s += ',"aborted":true';
@@ -64,15 +65,112 @@ export function writeAccessLine(log: Logger, level: keyof typeof LEVEL_NUMBERS, 
   stream.write(s + ',"msg":"request"}\n');
 }
 
-// JSON string literal; the values are ids, names and decimals, so JSON.stringify's escaping is the rare path.
-const q = (v: string): string => JSON.stringify(v);
+/** JSON string literal; the values are ids, names and decimals, so JSON.stringify's escaping is the rare path. */
+function q(v: string): string {
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    // Controls, quote, backslash, and surrogates (a lone one is escaped): let JSON.stringify decide.
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return JSON.stringify(v);
+  }
+  return `"${v}"`;
+}
+
+// A key's and a target's fields are the same on every line of theirs: built once per snapshot object.
+const keyFieldsOf = new WeakMap<RuntimeKey, string>();
+const targetFieldsOf = new WeakMap<UpstreamTarget, string>();
+
+function keyFields(k: RuntimeKey): string {
+  let s = keyFieldsOf.get(k);
+  if (s === undefined) keyFieldsOf.set(k, (s = `,"org":${q(k.organization.id)},"project":${q(k.project)},"keyPrefix":${q(k.prefix)}`));
+  return s;
+}
+
+function targetFields(t: UpstreamTarget): string {
+  let s = targetFieldsOf.get(t);
+  if (s === undefined) targetFieldsOf.set(t, (s = `,"provider":${q(t.provider.id)},"upstreamModel":${q(t.model)}`));
+  return s;
+}
 
 /**
- * The access log's own stdout writer, buffered: one write syscall per ~4 KB of lines (or every 200 ms) instead of one
- * per request, measured as the largest single cost of telemetry (bench/telemetry-overhead.ts). Writes stay at most
- * 4096 bytes of whole lines, so they are atomic on a pipe and never split a line of the main (synchronous) logger.
- * pino flushes it at exit; a SIGKILL loses at most the last 200 ms of access lines (the ledger is the billing record).
+ * The access log's own stdout writer: whole lines gathered into blocks of at most 4096 bytes (atomic on a pipe that
+ * other processes share, so no other writer splits a line), each block one synchronous write once it passes
+ * 3.5 KB, or every 200 ms, and at exit. A SIGKILL loses at most the last 200 ms of access lines (the ledger is the
+ * billing record).
  */
 export function bufferedAccessLogger(level: string): Logger {
-  return pino({ level }, pino.destination({ dest: 1, sync: false, minLength: 3584, maxWrite: 4096, periodicFlush: 200 } as Parameters<typeof pino.destination>[0]));
+  return pino({ level }, new LineBlocks(1, 200));
+}
+
+const MAX_BLOCK = 4096;
+const MIN_BLOCK = 3584;
+/** How long a full stdout may hold the writer up before the block is dropped (every wait is bounded). */
+const MAX_BLOCKED_MS = 1000;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** Every writer, flushed by one exit listener (a listener each would pile up in a process that starts many gateways). */
+const atExit = new Set<LineBlocks>();
+
+/**
+ * Why not pino's own buffered destination (sonic-boom): asynchronous, each write goes through libuv's thread pool,
+ * whose hand-off costs several times the write itself (~20 µs of CPU per 4 KB write against ~5 µs synchronous,
+ * bench/access-write.ts); synchronous, it measures its whole pending buffer on every line, which flattens it: ~2 KB
+ * allocated per request. Here a line costs a byte count and an append.
+ */
+export class LineBlocks {
+  private text = '';
+  private bytes = 0;
+  private readonly fd: number;
+
+  constructor(fd: number, periodMs: number) {
+    this.fd = fd;
+    setInterval(() => this.flush(), periodMs).unref();
+    if (atExit.size === 0) process.once('exit', () => atExit.forEach((b) => b.flush()));
+    atExit.add(this);
+  }
+
+  write(line: string): boolean {
+    const n = Buffer.byteLength(line);
+    if (this.bytes + n > MAX_BLOCK) this.flush();
+    this.text += line;
+    this.bytes += n;
+    if (this.bytes >= MIN_BLOCK) this.flush();
+    return true;
+  }
+
+  /** Writes what is pending now (pino calls this from `logger.flush`). */
+  flush(cb?: (err?: Error) => void): void {
+    if (this.bytes > 0) {
+      const text = this.text;
+      this.text = '';
+      this.bytes = 0;
+      writeBlock(this.fd, text);
+    }
+    cb?.();
+  }
+}
+
+/** One block written whole: a full non-blocking pipe is retried (bounded), any other failure drops the block. */
+function writeBlock(fd: number, text: string): void {
+  let buf: Buffer | undefined;
+  let off = 0;
+  let blockedSince = 0;
+  for (;;) {
+    try {
+      if (buf === undefined) {
+        const n = writeSync(fd, text);
+        if (n === Buffer.byteLength(text)) return;
+        buf = Buffer.from(text);
+        off = n;
+      } else {
+        off += writeSync(fd, buf, off);
+        if (off >= buf.length) return;
+      }
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK') return;
+      const now = Date.now();
+      if (blockedSince === 0) blockedSince = now;
+      else if (now - blockedSince > MAX_BLOCKED_MS) return;
+      Atomics.wait(sleeper, 0, 0, 5);
+    }
+  }
 }

@@ -272,20 +272,20 @@ export class LiveExchange implements Exchange {
     m.requests.add(1, `${endpoint}\u0000${status}`, () => ({ [A.endpoint]: endpoint, [A.statusCode]: status }));
     let ttftMs: number | undefined;
     if (call) {
-      const sets = this.t.attributeSets;
       const errorType = status >= 400 ? this.errorType : undefined;
       const modelId = call.model.id;
-      const attrs = sets.get(`d\u0000${call.protocol}\u0000${modelId}\u0000${status}\u0000${errorType ?? ''}`, () => {
+      const key = `d\u0000${call.protocol}\u0000${modelId}\u0000${status}\u0000${errorType ?? ''}`;
+      const attrs = (): Attributes => {
         const a: Attributes = { [A.operation]: operationOf(call.protocol), [A.provider]: providerNameOf(call.protocol), [A.requestModel]: modelId, [A.statusCode]: status };
         if (errorType) a[A.errorType] = errorType;
         return a;
-      });
-      m.requestDuration.record(totalMs / 1000, attrs);
-      m.overhead.record(overheadMs / 1000, sets.get(`o\u0000${endpoint}`, () => ({ [A.endpoint]: endpoint })));
+      };
+      m.requestDuration.record(totalMs / 1000, key, attrs);
+      m.overhead.record(overheadMs / 1000, endpoint, () => ({ [A.endpoint]: endpoint }));
       if (call.stream && this.firstByteAt > 0) {
         ttftMs = this.firstByteAt - this.start;
-        m.timeToFirstToken.record(ttftMs / 1000, attrs);
-        if (row && row.output > 1) m.timePerOutputToken.record((end - this.firstByteAt) / 1000 / (row.output - 1), attrs);
+        m.timeToFirstToken.record(ttftMs / 1000, key, attrs);
+        if (row && row.output > 1) m.timePerOutputToken.record((end - this.firstByteAt) / 1000 / (row.output - 1), key, attrs);
       }
       if (row) this.countRow(call, row);
     }
@@ -317,12 +317,10 @@ export class LiveExchange implements Exchange {
 
   private countRow(call: ExchangeCall, row: LedgerRow): void {
     const m = this.t.instruments;
-    const sets = this.t.attributeSets;
     const modelId = call.model.id;
-    const tokens = (type: 'input' | 'output') =>
-      sets.get(`t\u0000${call.protocol}\u0000${modelId}\u0000${type}`, () => ({ [A.operation]: operationOf(call.protocol), [A.provider]: providerNameOf(call.protocol), [A.requestModel]: modelId, [A.tokenType]: type }));
-    m.tokenUsage.record(row.input + row.cacheRead + row.cacheWrite, tokens('input'));
-    m.tokenUsage.record(row.output, tokens('output'));
+    const tokens = (type: 'input' | 'output') => (): Attributes => ({ [A.operation]: operationOf(call.protocol), [A.provider]: providerNameOf(call.protocol), [A.requestModel]: modelId, [A.tokenType]: type });
+    m.tokenUsage.record(row.input + row.cacheRead + row.cacheWrite, `${call.protocol}\u0000${modelId}\u0000input`, tokens('input'));
+    m.tokenUsage.record(row.output, `${call.protocol}\u0000${modelId}\u0000output`, tokens('output'));
     // A float sum for dashboards; the exact decimal stays in the ledger.
     m.costPoints.add(Number(row.costPoints), `${row.organization}\u0000${modelId}`, () => ({ [A.organization]: row.organization, [A.requestModel]: modelId }));
   }

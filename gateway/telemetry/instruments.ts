@@ -1,6 +1,7 @@
 // Every gateway metric, created once per process. Names and buckets follow the GenAI semantic conventions where
 // they define the metric; tollgate.* is ours. docs/observability.md lists each with its meaning.
 import type { Counter, Histogram, Meter } from '@opentelemetry/api';
+import type { LocalHistogram, LocalHistograms } from './local-histograms.ts';
 import { SummedCounter } from './summed-counter.ts';
 
 // Bucket boundaries the conventions advise (gen-ai-metrics.md), so dashboards built for them fit.
@@ -14,40 +15,41 @@ const COMMIT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 const BATCH_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2000, 5000];
 
 export interface GatewayInstruments {
-  tokenUsage: Histogram;
-  requestDuration: Histogram;
-  timeToFirstToken: Histogram;
-  timePerOutputToken: Histogram;
+  // Recorded on every request: aggregated locally (local-histograms.ts), no attribute hashing per record.
+  tokenUsage: LocalHistogram;
+  requestDuration: LocalHistogram;
+  timeToFirstToken: LocalHistogram;
+  timePerOutputToken: LocalHistogram;
   requests: SummedCounter;
   costPoints: SummedCounter;
   upstreamErrors: Counter;
-  overhead: Histogram;
+  overhead: LocalHistogram;
   ledgerBatchSize: Histogram;
   ledgerCommitDuration: Histogram;
   ledgerCommitFailures: Counter;
 }
 
-export function createInstruments(meter: Meter): GatewayInstruments {
+export function createInstruments(meter: Meter, local: LocalHistograms): GatewayInstruments {
   return {
-    tokenUsage: meter.createHistogram('gen_ai.client.token.usage', {
+    tokenUsage: local.create('gen_ai.client.token.usage', {
       description: 'Tokens per billed request, by gen_ai.token.type (input includes cache reads and writes).',
       unit: '{token}',
-      advice: { explicitBucketBoundaries: TOKEN_BUCKETS },
+      boundaries: TOKEN_BUCKETS,
     }),
-    requestDuration: meter.createHistogram('gen_ai.server.request.duration', {
+    requestDuration: local.create('gen_ai.server.request.duration', {
       description: 'Time from the request arriving to the last byte of the response, for requests that resolved a model.',
       unit: 's',
-      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+      boundaries: DURATION_BUCKETS,
     }),
-    timeToFirstToken: meter.createHistogram('gen_ai.server.time_to_first_token', {
+    timeToFirstToken: local.create('gen_ai.server.time_to_first_token', {
       description: 'Streams: time from the request arriving to the first upstream body chunk.',
       unit: 's',
-      advice: { explicitBucketBoundaries: TTFT_BUCKETS },
+      boundaries: TTFT_BUCKETS,
     }),
-    timePerOutputToken: meter.createHistogram('gen_ai.server.time_per_output_token', {
+    timePerOutputToken: local.create('gen_ai.server.time_per_output_token', {
       description: 'Streams: time after the first chunk divided by the output tokens after the first.',
       unit: 's',
-      advice: { explicitBucketBoundaries: TPOT_BUCKETS },
+      boundaries: TPOT_BUCKETS,
     }),
     // Added on every request: summed here, reported at collection (no attribute hashing per request).
     requests: new SummedCounter(meter, 'tollgate.requests', {
@@ -62,10 +64,10 @@ export function createInstruments(meter: Meter): GatewayInstruments {
       description: 'Failed upstream attempts, by provider and error.type (timeout, unavailable, an HTTP status, stream_interrupted).',
       unit: '{error}',
     }),
-    overhead: meter.createHistogram('tollgate.gateway.overhead', {
+    overhead: local.create('tollgate.gateway.overhead', {
       description: 'Gateway time per proxied request: total time minus time spent waiting on the upstream.',
       unit: 's',
-      advice: { explicitBucketBoundaries: OVERHEAD_BUCKETS },
+      boundaries: OVERHEAD_BUCKETS,
     }),
     ledgerBatchSize: meter.createHistogram('tollgate.ledger.batch_size', {
       description: 'Rows per database commit of the ledger writer.',

@@ -11,11 +11,11 @@ import { BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, TracerPro
 import type { Logger } from 'pino';
 import type { Ledger } from '../ledger/ledger.ts';
 import type { SnapshotHolder } from '../snapshot/holder.ts';
-import { AttributeSets } from './attribute-sets.ts';
 import type { TelemetryConfig } from './config.ts';
 import { telemetryConfig } from './config.ts';
 import type { GatewayInstruments } from './instruments.ts';
 import { createInstruments } from './instruments.ts';
+import { LocalHistograms } from './local-histograms.ts';
 import { observeProcess } from './process-metrics.ts';
 import type { ProcessMetrics } from './process-metrics.ts';
 import { samplerFromConfig } from './sampler.ts';
@@ -45,8 +45,6 @@ export class Telemetry {
   readonly propagator = new W3CTraceContextPropagator();
   readonly prometheus: PrometheusExporter;
   readonly log: Logger | undefined;
-  /** Metric attribute sets per (route, model, provider, status), built once. */
-  readonly attributeSets = new AttributeSets();
   private readonly meterProvider: MeterProvider;
   private readonly processMetrics: ProcessMetrics;
   private readonly tracerProvider: TracerProvider | undefined;
@@ -59,12 +57,14 @@ export class Telemetry {
     const resource = defaultResource()
       .merge(resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME || opts.serviceName || this.config.serviceName, ...(env.POD_NAME ? { 'k8s.pod.name': env.POD_NAME } : {}) }))
       .merge(detectResources({ detectors: [envDetector] }));
-    this.prometheus = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
+    // The per-request histograms are aggregated here and collected by every reader beside the SDK's own metrics.
+    const local = new LocalHistograms(SCOPE);
+    this.prometheus = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true, metricProducers: [local] });
     const readers: IMetricReader[] = [this.prometheus];
-    if (this.enabled && opts.otlp?.metrics) readers.push(new PeriodicExportingMetricReader({ exporter: opts.otlp.metrics, exportIntervalMillis: this.config.exportIntervalMs }));
+    if (this.enabled && opts.otlp?.metrics) readers.push(new PeriodicExportingMetricReader({ exporter: opts.otlp.metrics, exportIntervalMillis: this.config.exportIntervalMs, metricProducers: [local] }));
     this.meterProvider = new MeterProvider({ resource, readers });
     this.meter = this.meterProvider.getMeter(SCOPE);
-    this.instruments = createInstruments(this.meter);
+    this.instruments = createInstruments(this.meter, local);
     this.processMetrics = observeProcess(this.meter);
 
     const processors: SpanProcessor[] = [];

@@ -239,6 +239,12 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     const renamed = await call('PATCH', `/admin/v1/keys/${key.id}`, { body: { name: 'renamed', expiresAt: '2020-01-01T00:00:00Z' } });
     expect(renamed.body).toMatchObject({ name: 'renamed', state: 'expired' });
     expect((await call('PATCH', `/admin/v1/keys/${key.id}`, { body: { expiresAt: null } })).body.state).toBe('active');
+    // A key shows only its own budget's spend (its organization's and project's show on those), and none without one.
+    expect((await call('GET', `/admin/v1/keys/${key.id}`)).body.spend).toBeUndefined();
+    await call('PATCH', `/admin/v1/keys/${key.id}`, { body: { budget: { day: '2' } } });
+    const keySpend = await call('GET', `/admin/v1/keys/${key.id}`);
+    expect(keySpend.body.spend.budgets).toEqual([expect.objectContaining({ scope: 'key', owner: key.id, period: 'day', points: '2', spent: '0', remaining: '2' })]);
+    expect(keySpend.body.spend.limits).toEqual([]);
     // A key created between two pages neither repeats an item nor skips one (keyset cursors).
     const first = await call('GET', '/admin/v1/keys?limit=2');
     await call('POST', '/admin/v1/keys', { body: { organization: 'initech', project: 'labs' } });

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readJson } from '../support/http.ts';
+import { expectMatchesOpenApi } from '../support/openapi.ts';
 import type { TestGateway } from '../support/gateway.ts';
 import { PROVIDER_SECRET, startTestGateway } from '../support/gateway.ts';
 
@@ -70,6 +71,7 @@ describe.each([
       expect(typeof err.param).toBe('string');
     }
     expect(r.headers.get('content-type')).toContain('application/json');
+    expectMatchesOpenApi('POST', `${prefix}/chat/completions`, r.status, r.body, r.headers.get('content-type') ?? undefined);
     expect(r.text).not.toContain(PROVIDER_SECRET);
     expect(r.text).not.toContain(t.keys.acme);
     expect(r.text).not.toContain('127.0.0.1');

@@ -7,6 +7,7 @@ import { checkErrorBody, checkMessagesStream, parseSse } from '../support/anthro
 import type { TestGateway } from '../support/gateway.ts';
 import { PROVIDER_SECRET, startTestGateway } from '../support/gateway.ts';
 import { readJson } from '../support/http.ts';
+import { expectMatchesOpenApi } from '../support/openapi.ts';
 
 let t: TestGateway;
 beforeAll(async () => {
@@ -61,6 +62,7 @@ describe.each(['/api/v1/messages', '/api/anthropic/v1/messages', '/api/v1/messag
     expect(body.error.type).toBe(type);
     expect(body.request_id).toBe(r.headers.get('x-tollgate-request-id'));
     expect(r.headers.get('content-type')).toContain('application/json');
+    expectMatchesOpenApi('POST', path, r.status, body, r.headers.get('content-type') ?? undefined);
     expect(r.text).not.toContain(PROVIDER_SECRET);
     expect(r.text).not.toContain(t.keys.acme);
     expect(r.text).not.toContain('127.0.0.1');
@@ -100,6 +102,8 @@ describe('upstream errors', () => {
     const r = await post('/api/v1/messages', { body: ask('anthropic/claude', { metadata: { fake: 'error-529' } }) });
     expect(r.status).toBe(529);
     expect(JSON.parse(r.text)).toMatchObject({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+    // Not a status the gateway itself gives: the document's `default` answer (the upstream's own error).
+    expectMatchesOpenApi('POST', '/api/v1/messages', 529, JSON.parse(r.text));
   });
 });
 

@@ -22,9 +22,11 @@ describe('reconciliation with the ledger', () => {
     await store.query(hourly, ['web', hour(11), 'm2', 'acme', '0.000000000000001']);
     await store.query(hourly, ['api', hour(5), 'm', 'acme', '2']);
     await store.query(hourly, ['web', hour(23, 23), 'm', 'acme', '100']); // yesterday: not in today's budget
-    const event = `INSERT INTO usage_events VALUES ($1, $2, 'acme', 'web', 'k1', 'm', 'm', 'p', 'm', '/x', false, 0, 0, 0, 0, 0, 0, 0, false, $3, $3, null)`;
-    await store.query(event, ['r1', hour(2), '0.5']);
-    await store.query(event, ['r2', hour(1, 1), '7']); // earlier this month
+    // Per key: the key rollup the ledger writer maintains beside usage_hourly (gateway/ledger/spend-rollup.test.ts
+    // proves it equals the raw rows).
+    const byKey = `INSERT INTO usage_hourly_keys VALUES ('k1', $1, 'm', 'acme', 'web', 0, 0, 0, 0, 0, 0, 0, 1, $2, $2)`;
+    await store.query(byKey, [hour(2), '0.5']);
+    await store.query(byKey, [hour(1, 1), '7']); // earlier this month
     const k = generateApiKey();
     const s = compileSnapshot(
       snapshotSchema.parse({

@@ -61,6 +61,14 @@ describe('Dockerfile', () => {
     expect(runtime.body.some((i) => i.op === 'RUN' && /npm (ci|install)/.test(i.args))).toBe(false);
   });
 
+  it('builds the console in a stage of its own and ships only its built files', () => {
+    const stage = stages.find((s) => s.name === 'console')!;
+    expect(stage.body.some((i) => i.op === 'RUN' && /^node scripts\/build-console\.ts$/.test(i.args))).toBe(true);
+    expect(runtime.body.some((i) => i.op === 'COPY' && i.args === '--from=console /app/console/dist ./console/dist')).toBe(true);
+    // The gateway finds it where it looks by default (the repository's console/dist).
+    expect(readFileSync('gateway/gateway.ts', 'utf8')).toContain("new URL('../console/dist/', import.meta.url)");
+  });
+
   it('runs as a numeric non-root user, the same the chart sets', () => {
     const user = runtime.body.filter((i) => i.op === 'USER').at(-1)!.args;
     expect(user).toMatch(/^\d+(:\d+)?$/);

@@ -6,7 +6,7 @@ import { AdminError } from '../errors.ts';
 import { adminRoute, page, snapshotOf } from '../route.ts';
 import type { AdminContext } from '../route.ts';
 import { createdKeySchema, errorSchema, keySchema, keyStateSchema, limitsSchema, listOf, listQuery, slugSchema } from '../schemas.ts';
-import { allKeys, editConfig, findKey, keyState, keyView } from '../views.ts';
+import { allKeys, editConfig, findKey, keyOwnRules, keyState, keyView, spendOf } from '../views.ts';
 
 const idParams = z.object({ id: z.string().min(1).max(253) });
 const errors = {
@@ -61,7 +61,12 @@ export const keyRoutes = [
       params: idParams,
       responses: { 200: { description: 'The key.', schema: keySchema }, 404: { description: 'No such key.', schema: errorSchema }, ...errors },
     },
-    (ctx, { params }) => ({ body: keyOrFail(ctx, params.id), target: params.id }),
+    async (ctx, { params }) => {
+      const key = keyOrFail(ctx, params.id);
+      const k = findKey(snapshotOf(ctx), params.id);
+      const spend = k && (await spendOf(ctx, keyOwnRules(k)));
+      return { body: spend ? { ...key, spend } : key, target: params.id };
+    },
   ),
   adminRoute(
     {
