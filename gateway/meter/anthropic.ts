@@ -3,6 +3,7 @@ import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
 import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
+import { stringFieldBytes } from './content-count.ts';
 
 export function messagesUsage(u: unknown): Usage | null {
   const usage = asObject(u);
@@ -20,8 +21,13 @@ export function messagesUsage(u: unknown): Usage | null {
   };
 }
 
+// The content_block_delta fields that carry output (a signature_delta's `signature` is not text).
+const DELTA_CONTENT = ['text', 'partial_json', 'thinking'] as const;
+
 class MessagesStreamMeter implements StreamMeter {
   done = false;
+  contentBytes = 0;
+  countedBytes = 0;
   private start: Record<string, unknown> | undefined;
   private delta: Record<string, unknown> | undefined;
   push(ev: SseEvent): void {
@@ -31,11 +37,21 @@ class MessagesStreamMeter implements StreamMeter {
       this.done = true;
       return;
     }
+    if (type === 'content_block_delta') {
+      // One delta field per event: text, tool input JSON, or thinking (signatures are not output text).
+      this.contentBytes += stringFieldBytes(ev.data, DELTA_CONTENT);
+      return;
+    }
     if (type !== 'message_start' && type !== 'message_delta') return;
     const data = asObject(parseJson(ev.data));
     if (!data) return;
     if (type === 'message_start') this.start = asObject(asObject(data.message)?.usage);
-    else this.delta = { ...this.delta, ...asObject(data.usage) };
+    else {
+      // message_delta's output is cumulative; message_start's is a placeholder that counts none of the content.
+      const usage = asObject(data.usage);
+      this.delta = { ...this.delta, ...usage };
+      if (typeof usage?.output_tokens === 'number') this.countedBytes = this.contentBytes;
+    }
   }
   usage(): Usage {
     if (!this.start && !this.delta) return emptyUsage();

@@ -13,6 +13,8 @@ export function embeddingsUsage(u: unknown): Usage | null {
 /** Embeddings never stream; a stream-shaped answer is metered as nothing reported (the relay then estimates). */
 class NoStreamMeter implements StreamMeter {
   done = false;
+  readonly contentBytes = 0;
+  readonly countedBytes = 0;
   push(): void {}
   usage(): Usage {
     return emptyUsage();

@@ -3,6 +3,7 @@ import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
 import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
+import { utf8Bytes } from './content-count.ts';
 
 type UsageOf = (body: Record<string, unknown> | undefined) => Usage | null;
 
@@ -69,8 +70,29 @@ function countImages(body: Record<string, unknown> | undefined): number {
   return n;
 }
 
+/** UTF-8 bytes of a chunk's text parts (thoughts too: they are billed as output) and function-call arguments. */
+function contentBytesOf(body: Record<string, unknown>): number {
+  const candidates = body.candidates;
+  if (!Array.isArray(candidates)) return 0;
+  let n = 0;
+  for (const c of candidates) {
+    const parts = asObject(asObject(c)?.content)?.parts;
+    if (!Array.isArray(parts)) continue;
+    for (const p of parts) {
+      const part = asObject(p);
+      if (!part) continue;
+      if (typeof part.text === 'string') n += utf8Bytes(part.text);
+      const call = asObject(part.functionCall) ?? asObject(part.function_call);
+      if (call?.args !== undefined) n += utf8Bytes(JSON.stringify(call.args));
+    }
+  }
+  return n;
+}
+
 class GeminiStreamMeter implements StreamMeter {
   done = false;
+  contentBytes = 0;
+  countedBytes = 0;
   private last: Usage | null = null;
   private artifacts = 0;
   private readonly usageOf: UsageOf;
@@ -82,11 +104,14 @@ class GeminiStreamMeter implements StreamMeter {
     if (body) this.pushBody(body);
   }
   pushBody(body: Record<string, unknown>): void {
+    this.contentBytes += contentBytesOf(body);
     const u = this.usageOf(body);
     // Each chunk carries only its new parts: images add up, usage does not (the last one is cumulative).
     if (u) {
       this.artifacts += u.artifacts;
       this.last = u;
+      // A chunk's usageMetadata is cumulative, this chunk's parts included (when it counts candidates at all).
+      if (typeof asObject(u.detail)?.candidatesTokenCount === 'number') this.countedBytes = this.contentBytes;
     } else this.artifacts += countImages(body);
     const candidates = body.candidates;
     // Gemini has no terminator event: the chunk with a finishReason and usage is the last one.

@@ -44,6 +44,9 @@ function fromUsage(usage: Record<string, unknown>, artifacts: number): Usage {
 
 class ImagesStreamMeter implements StreamMeter {
   done = false;
+  /** Partial images are base64, not tokens: no content estimate. */
+  readonly contentBytes = 0;
+  readonly countedBytes = 0;
   private readonly expected: () => number;
   private input = 0;
   private output = 0;

@@ -3,6 +3,7 @@ import type { Usage } from './usage.ts';
 import { emptyUsage } from './usage.ts';
 import type { SseEvent, StreamMeter, UsageReader } from './stream-meter.ts';
 import { asObject, nonNegativeInt, parseJson } from '../json-guards.ts';
+import * as scan from './content-count.ts';
 
 export function chatUsage(u: unknown): Usage | null {
   const usage = asObject(u);
@@ -22,8 +23,14 @@ export function chatUsage(u: unknown): Usage | null {
   };
 }
 
+// The delta fields that carry output; none of them is a key elsewhere in a chunk with a string value.
+const CHAT_CONTENT = ['content', 'arguments', 'refusal', 'reasoning_content', 'reasoning'] as const;
+const USAGE = ['usage'] as const;
+
 class ChatStreamMeter implements StreamMeter {
   done = false;
+  contentBytes = 0;
+  countedBytes = 0;
   private last: Usage | null = null;
   push(ev: SseEvent): void {
     const d = ev.data;
@@ -31,10 +38,15 @@ class ChatStreamMeter implements StreamMeter {
       this.done = true;
       return;
     }
-    // Only chunks that carry a usage object are parsed; content deltas pass untouched.
-    if (!d.includes('"usage"') || /"usage"\s*:\s*null/.test(d)) return;
+    // What a delta gave the client (its text, refusal, reasoning in two compatible spellings, tool arguments) and
+    // whether the chunk carries a usage object, in one pass: only such chunks are parsed, content deltas are not.
+    this.contentBytes += scan.chunkFieldBytes(d, CHAT_CONTENT, USAGE);
+    if (!scan.memberWasObject) return;
     const u = chatUsage(asObject(parseJson(d))?.usage);
-    if (u) this.last = u;
+    if (u) {
+      this.last = u;
+      if (typeof asObject(u.detail)?.completion_tokens === 'number') this.countedBytes = this.contentBytes;
+    }
   }
   usage(): Usage {
     return this.last ?? emptyUsage();

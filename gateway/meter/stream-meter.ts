@@ -12,6 +12,13 @@ export interface StreamMeter {
   readonly done: boolean;
   /** What the upstream reported; `estimated` when it never gave usage. */
   usage(): Usage;
+  /**
+   * UTF-8 bytes of the content the events carried so far (text, tool-call arguments, thinking; never framing):
+   * what a cut stream's output is estimated from.
+   */
+  readonly contentBytes: number;
+  /** contentBytes when the latest output count was reported: content up to there is in that count (0: none is). */
+  readonly countedBytes: number;
 }
 
 export interface UsageReader {

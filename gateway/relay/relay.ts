@@ -13,7 +13,7 @@ import { unrecorded } from '../ledger/sink.ts';
 import { topLevelValueFromEnd } from '../http/json-scan.ts';
 import { replyError } from '../http/reply-error.ts';
 import { parseJson } from '../json-guards.ts';
-import { estimateUsage } from '../meter/estimate.ts';
+import { estimateUsage, streamUsage } from '../meter/estimate.ts';
 import { SseTap } from '../meter/sse-tap.ts';
 import type { UsageReader } from '../meter/stream-meter.ts';
 import type { Usage } from '../meter/usage.ts';
@@ -288,11 +288,8 @@ async function relayStream(
   let bytes = 0;
   let wrote = false;
   const record = (): Promise<void> => {
-    let usage = tap.meter.usage();
-    // (Images counted without usage stay unguessed: their bytes are base64, not tokens.)
-    if (usage.estimated && usage.input === 0 && usage.output === 0 && usage.artifacts === 0) usage = estimateUsage(call.requestBytes, bytes);
-    // Cut or aborted before the terminal event: what we saw is not what the provider will bill.
-    else if (!tap.meter.done && !usage.estimated) usage = { ...usage, estimated: true };
+    // Cut, aborted or ended without the final usage: what was reported so far, output at least the content relayed.
+    const usage = streamUsage(tap.meter.usage(), tap.meter.done, tap.meter, call.requestBytes);
     return bill(deps, tel, charge(call, target, usage, undefined, attempts, res.statusCode, reply.elapsedTime));
   };
   // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full

@@ -64,7 +64,7 @@ describe('response facts from JSON', () => {
 });
 
 describe('response facts from a stream', () => {
-  const meter = (): StreamMeter & { seen: number } => ({ seen: 0, done: false, push() { this.seen++; }, usage: () => emptyUsage() });
+  const meter = (): StreamMeter & { seen: number } => ({ seen: 0, done: false, contentBytes: 0, countedBytes: 0, push() { this.seen++; }, usage: () => emptyUsage() });
 
   it('openai chat: id and model from the first chunk, the finish reason from its chunk, never from content text', () => {
     const { span, attrs } = recorder();

@@ -139,6 +139,14 @@ export class StreamFacts implements StreamMeter {
     return this.inner.usage();
   }
 
+  get contentBytes(): number {
+    return this.inner.contentBytes;
+  }
+
+  get countedBytes(): number {
+    return this.inner.countedBytes;
+  }
+
   push(ev: SseEvent): void {
     this.inner.push(ev);
     const d = ev.data;

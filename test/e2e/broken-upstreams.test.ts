@@ -114,6 +114,22 @@ describe('a v1 chat stream that ends cleanly without [DONE]', () => {
     const [row] = await rows(res);
     expect(row.estimated).toBe(true);
     expect(row.input).toBeGreaterThan(0);
+    // "Hi there" is 8 bytes: 2 tokens, not the ~80 its two chunks' framing would make at bytes / 4.
+    expect(row.output).toBe(2);
+  });
+
+  it('cut after 200 known words: billed from the text relayed, within 30 % of the words, far below the framing', async () => {
+    const words = Array.from({ length: 200 }, (_, i) => ['The ', 'answer ', 'keeps ', 'going ', 'while ', 'tokens ', 'stream, ', 'and ', 'then ', 'breaks. '][i % 10]);
+    const sent = words.map((w) => chunk(w));
+    t.upstream.nextResponse({ path: '/chat/completions', chunks: sent, abort: true });
+    const res = await post('/api/v1/chat/completions', { model: 'gpt-4o-mini', messages: hello, stream: true });
+    expect(await res.text()).toMatch(/"error"/);
+    const [row] = await rows(res);
+    const textBytes = Buffer.byteLength(words.join(''));
+    expect(row).toMatchObject({ estimated: true, output: Math.ceil(textBytes / 4) });
+    // Each word here is one o200k token (a leading space joins the word): 200 true tokens, plus the commas and stops.
+    expect(Math.abs(row.output - 240) / 240).toBeLessThan(0.3);
+    expect(row.output).toBeLessThan(Buffer.byteLength(sent.join('')) / 4 / 5);
   });
 });
 

@@ -1,6 +1,6 @@
 // A client that leaves mid-stream in normal operation is billed for what was streamed: with `onClientDisconnect:
 // continue` (the default) the relay reads the upstream to its end and bills the usage it reports; with `abort` it
-// stops at once and bills an estimate of what it relayed, flagged estimated.
+// stops at once and bills an estimate of the content it relayed (UTF-8 bytes / 4), flagged estimated.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestGateway } from '../support/gateway.ts';
 import { startTestGateway } from '../support/gateway.ts';
@@ -17,8 +17,18 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-/** Opens a slow stream, reads its first chunk, then leaves; resolves with the request id. */
-async function leaveMidStream(model: string): Promise<string> {
+/** UTF-8 bytes of the chat deltas' text in SSE bytes a client received. */
+function contentBytesOf(sse: string): number {
+  let n = 0;
+  for (const line of sse.split('\n')) {
+    if (!line.startsWith('data: {')) continue;
+    for (const c of JSON.parse(line.slice(6)).choices ?? []) n += Buffer.byteLength(c.delta?.content ?? '');
+  }
+  return n;
+}
+
+/** Opens a slow stream, reads until some text arrived, then leaves; resolves with the request id and that text's bytes. */
+async function leaveMidStream(model: string): Promise<{ id: string; content: number }> {
   const ac = new AbortController();
   const res = await fetch(`${t.url}/api/v1/chat/completions`, {
     method: 'POST',
@@ -29,11 +39,16 @@ async function leaveMidStream(model: string): Promise<string> {
   expect(res.status).toBe(200);
   const id = res.headers.get('x-tollgate-request-id')!;
   const reader = res.body!.getReader();
-  const first = await reader.read();
-  expect(first.done).toBe(false);
+  let seen = '';
+  // The first chunk names the role with empty content: read on to the first text.
+  while (contentBytesOf(seen) === 0 || !seen.endsWith('\n\n')) {
+    const r = await reader.read();
+    expect(r.done).toBe(false);
+    seen += Buffer.from(r.value!).toString();
+  }
   ac.abort();
   await reader.closed.catch(() => undefined);
-  return id;
+  return { id, content: contentBytesOf(seen) };
 }
 
 interface Row {
@@ -58,19 +73,20 @@ async function rowOf(id: string): Promise<Row> {
 
 describe('a client that leaves mid-stream', () => {
   it('continue: the upstream is read to its end and its reported usage billed', async () => {
-    const id = await leaveMidStream('gpt-4o-mini');
+    const { id } = await leaveMidStream('gpt-4o-mini');
     const row = await rowOf(id);
     expect(row.estimated).toBe(false);
     expect(Number(row.output)).toBeGreaterThan(0);
     expect(row.cost_points).not.toBe('0');
   }, 30_000);
 
-  it('abort: the upstream is cut and what was relayed is billed, flagged estimated', async () => {
-    const id = await leaveMidStream('openai/abort-on-leave');
+  it('abort: the upstream is cut and the text relayed is billed, flagged estimated', async () => {
+    const { id, content } = await leaveMidStream('openai/abort-on-leave');
     const row = await rowOf(id);
     expect(row.estimated).toBe(true);
     expect(Number(row.input)).toBeGreaterThan(0);
-    expect(Number(row.output)).toBeGreaterThan(0);
+    // The text the client got at 4 bytes a token (the next event comes 150 ms later, after the cut), not the framing.
+    expect(Number(row.output)).toBe(Math.ceil(content / 4));
     expect(row.cost_points).not.toBe('0');
   }, 30_000);
 });

@@ -42,8 +42,7 @@ describe('drain budget', () => {
       expect(res.status).toBe(200);
       const requestId = res.headers.get('x-tollgate-request-id')!;
       const reader = res.body!.getReader();
-      await reader.read();
-      const text: string[] = [];
+      const text: string[] = [Buffer.from((await reader.read()).value!).toString()];
       const rest = (async () => {
         try {
           for (;;) {
@@ -60,17 +59,23 @@ describe('drain budget', () => {
       expect(child.logs.join('')).toContain('drain budget spent: cutting the requests and streams still open');
       expect(await rest).toMatch(/ended|cut/);
       expect(text.join('')).not.toContain('[DONE]');
-      // Billed for what was streamed before the cut: one row, estimated (no usage event came), flushed before exit.
+      // Billed for what was streamed before the cut: one row, estimated (no usage event came), flushed before exit:
+      // the prompt estimate, and output from the text the client received (here only the role chunk, no text: 0).
+      let content = 0;
+      for (const line of text.join('').split('\n')) {
+        if (line.startsWith('data: {')) for (const c of JSON.parse(line.slice(6)).choices ?? []) content += Buffer.byteLength(c.delta?.content ?? '');
+      }
       const store = db ? openPgStore(db.databaseUrl!) : await openPgliteStore(join(dataDir, 'pglite'));
       try {
-        const rows = await store.query<{ estimated: boolean; output: string; cost_points: string; stream: boolean }>(
-          'SELECT estimated, output::text AS output, cost_points::text, stream FROM usage_events WHERE request_id = $1',
+        const rows = await store.query<{ estimated: boolean; input: string; output: string; cost_points: string; stream: boolean }>(
+          'SELECT estimated, input::text AS input, output::text AS output, cost_points::text, stream FROM usage_events WHERE request_id = $1',
           [requestId],
         );
         expect(rows.rows, child.logs.join('').slice(-3000)).toHaveLength(1);
         expect(rows.rows[0].estimated).toBe(true);
         expect(rows.rows[0].stream).toBe(true);
-        expect(Number(rows.rows[0].output)).toBeGreaterThan(0);
+        expect(Number(rows.rows[0].input)).toBeGreaterThan(0);
+        expect(Number(rows.rows[0].output)).toBe(Math.ceil(content / 4));
         expect(rows.rows[0].cost_points).not.toBe('0');
       } finally {
         await store.close();

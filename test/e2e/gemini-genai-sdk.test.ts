@@ -171,18 +171,21 @@ describe.each([
   it('mid-stream errors reach the SDK as ApiError (the upstream frame, and the gateway own one on a cut)', async () => {
     for (const scenario of ['mid-stream-error', 'cut-stream']) {
       const before = await rowCount();
+      let text = '';
       const err = await (async () => {
         const stream = await ai.models.generateContentStream({ model: 'google/gemini-2.5-flash-image', contents: `Tell me a long story [fake:${scenario}]` });
-        for await (const c of stream) void c;
+        for await (const c of stream) for (const p of c.candidates?.[0]?.content?.parts ?? []) text += p.text ?? '';
       })().catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ApiError);
       expect((err as ApiError).status).toBe(scenario === 'cut-stream' ? 502 : 500);
-      // Billed with what the upstream reported before the cut (the partial chunks' usage has no candidates yet),
-      // flagged estimated: a stream that never reached its end is not what the provider will bill.
+      // The partial chunks' usage has no candidates yet: the output is estimated from the text the SDK received
+      // (UTF-8 bytes / 4), flagged estimated: a stream that never reached its end is not what the provider will bill.
       await waitFor(async () => (await rowCount()) > before);
       const row = await ledgerRow();
-      expect(row).toMatchObject({ stream: true, estimated: true, output: '0', cost_points: '0' });
-      billed.push({ candidates: 0, images: 0 });
+      const estimate = Math.ceil(Buffer.byteLength(text) / 4);
+      expect(estimate).toBeGreaterThan(0);
+      expect(row).toMatchObject({ stream: true, estimated: true, output: String(estimate), cost_points: costOf(estimate) });
+      billed.push({ candidates: estimate, images: 0 });
     }
   });
 });

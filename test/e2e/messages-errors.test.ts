@@ -125,10 +125,12 @@ interface Broken {
   billed: [number, number] | 'estimated';
   /** Reported figures billed but flagged estimated: the stream never said it was complete. */
   flagged?: boolean;
+  /** Text bytes the upstream streamed that the client never got (the converter refused the event carrying them). */
+  unsent?: number;
 }
 
 const convertedBroken: Broken[] = [
-  { name: 'truncated JSON', script: { chunks: [hello, 'data: {"id":"chatcmpl-bad","choices":[{"index":0,"delta":{"content":" wor\n\n'] }, error: /malformed event/, billed: 'estimated' },
+  { name: 'truncated JSON', script: { chunks: [hello, 'data: {"id":"chatcmpl-bad","choices":[{"index":0,"delta":{"content":" wor\n\n'] }, error: /malformed event/, billed: 'estimated', unsent: ' wor'.length },
   { name: 'an unknown event', script: { chunks: [hello, 'event: surprise\ndata: {"x":1}\n\n', finish, usage, 'data: [DONE]\n\n'] }, error: /unexpected \\?"surprise\\?" event/, billed: [11, 3] },
   { name: 'a missing [DONE]', script: { chunks: [hello, finish, usage] }, error: /ended before it was complete/, billed: [11, 3], flagged: true },
   { name: 'an upstream cut mid-stream', script: { chunks: [hello], abort: true }, error: /stream broke|ended before/, billed: 'estimated' },
@@ -158,14 +160,20 @@ describe.each(convertedBroken)('a converted stream with $name', (b) => {
     await expect(stream.finalMessage()).rejects.toThrow(b.error);
   });
 
-  it('is billed with what the upstream reported', async () => {
+  it('is billed with what the upstream reported, else estimated from the text streamed', async () => {
     script();
-    const r = await post('/api/v1/messages', { body: params() });
+    const body = params();
+    const r = await post('/api/v1/messages', { body });
     await t.gw.ledger.flush();
     const rows = await t.gw.store.query<{ input: string; output: string; estimated: boolean }>('SELECT input::text, output::text, estimated FROM usage_events WHERE request_id = $1', [r.headers.get('x-tollgate-request-id')]);
     expect(rows.rows).toHaveLength(1);
-    if (b.billed === 'estimated') expect(rows.rows[0].estimated).toBe(true);
-    else expect([Number(rows.rows[0].input), Number(rows.rows[0].output), rows.rows[0].estimated]).toEqual([...b.billed, b.flagged ?? false]);
+    if (b.billed === 'estimated') {
+      // No usage came: the prompt estimate (request bytes / 4) and the text streamed at UTF-8 bytes / 4, never 0.
+      let text = 0;
+      for (const e of parseSse(r.text)) if (e.event === 'content_block_delta') text += Buffer.byteLength(JSON.parse(e.data).delta.text ?? '');
+      expect(text).toBeGreaterThan(0);
+      expect(rows.rows[0]).toMatchObject({ estimated: true, input: String(Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 4)), output: String(Math.ceil((text + (b.unsent ?? 0)) / 4)) });
+    } else expect([Number(rows.rows[0].input), Number(rows.rows[0].output), rows.rows[0].estimated]).toEqual([...b.billed, b.flagged ?? false]);
   });
 });
 
@@ -174,10 +182,13 @@ describe('broken pass-through streams', () => {
   const block = 'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\nevent: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n';
   const delta = 'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":4}}\n\n';
 
-  // message_start's output_tokens is a placeholder (1) the meter keeps when no message_delta came.
+  // message_start's output_tokens is a placeholder (1): without a message_delta the output is estimated from the text
+  // relayed (UTF-8 bytes / 4), at least what was reported. "Hi" is 1; 80 × "word " (400 bytes) is 100, not 1.
+  const longBlock = `event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"${'word '.repeat(80)}"}}\n\n`;
   it.each([
     ['a missing message_stop', { chunks: [anthropicStart, block, delta] } as ScriptedResponse, /ended the stream before its final event/, [21, 4]],
     ['an upstream cut', { chunks: [anthropicStart, block], abort: true } as ScriptedResponse, /stream broke|before its final event/, [21, 1]],
+    ['an upstream cut after a long text', { chunks: [anthropicStart, block, longBlock], abort: true } as ScriptedResponse, /stream broke|before its final event/, [21, 101]],
   ] as const)('%s ends with an error event and is billed with what was reported', async (_name, script, error, [input, output]) => {
     t.upstream.nextResponse({ path: '/messages', ...script });
     const r = await post('/api/v1/messages', { body: ask('anthropic/claude', { stream: true }) });

@@ -36,17 +36,19 @@ async function lastRow(): Promise<{ input: number; output: number; cache_read: n
   return r.rows[0];
 }
 
-// Upstream bytes from the converter fixtures, replayed by the fake upstream as its answer. Without a message_delta the
-// meter has only message_start's placeholder output count, and the row says it is estimated.
+// Upstream bytes from the converter fixtures, replayed by the fake upstream as its answer. Without a message_delta
+// (Anthropic) or a candidatesTokenCount (Gemini) the output is estimated from the text the upstream streamed, at
+// UTF-8 bytes / 4, and the row says it is estimated: "Hello" (5 bytes) is 2, "Hello" twice 3 (the upstream sent both
+// although the converter refused the stream at the first), "The sky" 2. Never message_start's placeholder 1.
 const CASES = [
   { upstream: 'anthropic', model: 'anthropic/claude', path: '/messages', file: 'messages-stream-to-chat/bad-truncated-json', message: /not valid JSON/, billed: { input: 12, cache_read: 3, output: 3 } },
   { upstream: 'anthropic', model: 'anthropic/claude', path: '/messages', file: 'messages-stream-to-chat/bad-unknown-event', message: /unknown event `content_block_flourish`/, billed: { input: 12, cache_read: 3, output: 3 } },
   { upstream: 'anthropic', model: 'anthropic/claude', path: '/messages', file: 'messages-stream-to-chat/bad-missing-message-stop', message: /ended before message_stop/, billed: { input: 12, cache_read: 3, output: 3 } },
-  { upstream: 'anthropic', model: 'anthropic/claude', path: '/messages', file: 'messages-stream-to-chat/bad-delta-before-start', message: /before message_start/, billed: { input: 12, cache_read: 3, output: 1, estimated: true } },
-  { upstream: 'anthropic', model: 'anthropic/claude', path: '/messages', file: 'messages-stream-to-chat/error-event', message: /^Overloaded$/, billed: { input: 12, cache_read: 3, output: 1, estimated: true } },
-  { upstream: 'gemini', model: 'gemini-2.5-flash', path: ':streamGenerateContent', file: 'gemini-stream-to-chat/bad-no-finish', message: /ended before a finishReason/, billed: { input: 8, cache_read: 0, output: 0 } },
-  { upstream: 'gemini', model: 'gemini-2.5-flash', path: ':streamGenerateContent', file: 'gemini-stream-to-chat/bad-truncated-json', message: /not valid JSON/, billed: { input: 8, cache_read: 0, output: 0 } },
-  { upstream: 'gemini', model: 'gemini-2.5-flash', path: ':streamGenerateContent', file: 'gemini-stream-to-chat/error-chunk', message: /internal error/, billed: { input: 8, cache_read: 0, output: 0 } },
+  { upstream: 'anthropic', model: 'anthropic/claude', path: '/messages', file: 'messages-stream-to-chat/bad-delta-before-start', message: /before message_start/, billed: { input: 12, cache_read: 3, output: 3, estimated: true } },
+  { upstream: 'anthropic', model: 'anthropic/claude', path: '/messages', file: 'messages-stream-to-chat/error-event', message: /^Overloaded$/, billed: { input: 12, cache_read: 3, output: 2, estimated: true } },
+  { upstream: 'gemini', model: 'gemini-2.5-flash', path: ':streamGenerateContent', file: 'gemini-stream-to-chat/bad-no-finish', message: /ended before a finishReason/, billed: { input: 8, cache_read: 0, output: 2, estimated: true } },
+  { upstream: 'gemini', model: 'gemini-2.5-flash', path: ':streamGenerateContent', file: 'gemini-stream-to-chat/bad-truncated-json', message: /not valid JSON/, billed: { input: 8, cache_read: 0, output: 2, estimated: true } },
+  { upstream: 'gemini', model: 'gemini-2.5-flash', path: ':streamGenerateContent', file: 'gemini-stream-to-chat/error-chunk', message: /internal error/, billed: { input: 8, cache_read: 0, output: 2, estimated: true } },
 ];
 
 describe.each(CASES)('$file from a $upstream upstream', (c) => {
