@@ -14,11 +14,11 @@
 // the p99 added over the direct path.
 import { mkdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Pool } from 'undici';
 import { backendCpuSpent, createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
-import { chatBody, paced } from './load.ts';
+import { chatBody, closedLoop, paced } from './load.ts';
 import type { Target } from './load.ts';
+import { median } from './stats.ts';
 import { cpuSeconds, ownCpuSeconds } from './proc.ts';
 import { startBare, startTollgate, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
@@ -41,35 +41,20 @@ const { values } = parseArgs({
 const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /** Sends exactly `n` requests, `concurrency` at a time; every answer must be 200. */
 async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; dbPerRequest: number; childPerRequest: number; seconds: number }> {
-  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
-  const headers = { 'content-type': 'application/json', ...t.headers };
-  let sent = 0;
-  let failed = 0;
   const db0 = await t.backendCpu?.();
   const cpu0 = cpuSeconds(t.pid);
   const own0 = ownCpuSeconds(t.pid);
   const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (sent < n) {
-        sent++;
-        const res = await pool.request({ path: t.chatPath, method: 'POST', headers, body });
-        await res.body.arrayBuffer();
-        if (res.statusCode !== 200) failed++;
-      }
-    }),
-  );
+  const failed = await closedLoop(t, body, n, concurrency);
   const seconds = (performance.now() - t0) / 1000;
   const db1 = await t.backendCpu?.();
   const dbCpu = db0 && db1 ? backendCpuSpent(db0, db1) : 0;
   const tree = cpuSeconds(t.pid) - cpu0;
   const childCpu = tree - (ownCpuSeconds(t.pid) - own0);
   const cpu = tree + dbCpu;
-  await pool.close();
   if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
   return { cpuPerRequest: cpu / n, dbPerRequest: dbCpu / n, childPerRequest: childCpu / n, seconds };
 }

@@ -13,10 +13,9 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Pool } from 'undici';
 import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
-import { chatBody } from './load.ts';
+import { chatBody, closedLoop } from './load.ts';
 import type { Target } from './load.ts';
 import { startBare, startTollgate, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
@@ -34,22 +33,7 @@ const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
 
 async function send(t: Target, n: number): Promise<void> {
-  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
-  const headers = { 'content-type': 'application/json', ...t.headers };
-  const body = chatBody();
-  let sent = 0;
-  let failed = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (sent < n) {
-        sent++;
-        const res = await pool.request({ path: t.chatPath, method: 'POST', headers, body });
-        await res.body.dump();
-        if (res.statusCode !== 200) failed++;
-      }
-    }),
-  );
-  await pool.close();
+  const failed = await closedLoop(t, chatBody(), n, concurrency);
   if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
 }
 

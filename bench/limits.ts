@@ -13,7 +13,6 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import { Pool } from 'undici';
 import type { FastifyReply } from 'fastify';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import { Governor } from '../gateway/governance/governor.ts';
@@ -26,8 +25,9 @@ import type { LimitsResult, LimitsTargetRow } from './benchmarks-doc.ts';
 import { RESULT_MARK } from './limits-result.ts';
 import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
-import { chatBody, paced } from './load.ts';
+import { chatBody, closedLoop, paced } from './load.ts';
 import type { Target } from './load.ts';
+import { median } from './stats.ts';
 import { CLK_TCK, cpuSeconds, freePort, spawnServer } from './proc.ts';
 import type { ServerProc } from './proc.ts';
 import { benchConfig, GATEWAY_NODE_OPTIONS, startBare, startUpstream } from './targets.ts';
@@ -108,28 +108,13 @@ async function redisCalls(adminPort: number): Promise<number> {
 }
 
 async function fixedCount(t: Target, body: string, n: number): Promise<number> {
-  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
-  const headers = { 'content-type': 'application/json', ...t.headers };
-  let sent = 0;
-  let failed = 0;
   const cpu0 = cpuSeconds(t.pid);
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (sent < n) {
-        sent++;
-        const res = await pool.request({ path: t.chatPath, method: 'POST', headers, body });
-        await res.body.arrayBuffer();
-        if (res.statusCode !== 200) failed++;
-      }
-    }),
-  );
+  const failed = await closedLoop(t, body, n, concurrency);
   const cpu = cpuSeconds(t.pid) - cpu0;
-  await pool.close();
   if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
   return cpu / n;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 /** The governor alone (no network): CPU per admission + headers + settlement, the part of the in-process figure that is ours. */
 function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {

@@ -354,3 +354,26 @@ export async function concurrentStreams(t: Target, body: string, opts: { count: 
     await pool.close();
   }
 }
+
+/** Exactly `n` chat requests, `concurrency` at a time, each answer read whole; how many were not 200. */
+export async function closedLoop(t: Target, body: string, n: number, concurrency: number): Promise<number> {
+  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
+  const headers = { 'content-type': 'application/json', ...t.headers };
+  let sent = 0;
+  let failed = 0;
+  try {
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (sent < n) {
+          sent++;
+          const res = await pool.request({ path: t.chatPath, method: 'POST', headers, body });
+          await res.body.dump();
+          if (res.statusCode !== 200) failed++;
+        }
+      }),
+    );
+  } finally {
+    await pool.close();
+  }
+  return failed;
+}

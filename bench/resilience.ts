@@ -16,12 +16,12 @@ import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import type { SnapshotInput } from '../gateway/snapshot/schema.ts';
-import { chatBody, paced } from './load.ts';
+import { chatBody, closedLoop, paced } from './load.ts';
 import { TargetHealth } from '../gateway/resilience/health.ts';
 import { DEFAULT_POLICY } from '../gateway/resilience/policy.ts';
 import type { RunResult, Target } from './load.ts';
 import { cpuSeconds, freePort, spawnServer } from './proc.ts';
-import { ms, us } from './stats.ts';
+import { ms, us, median } from './stats.ts';
 import { GATEWAY_NODE_OPTIONS, startUpstream } from './targets.ts';
 
 const { values } = parseArgs({
@@ -80,27 +80,11 @@ export function hotPathNs(iterations = 2_000_000, rounds = 5): { defaults: numbe
   return { defaults: median(a), off: median(b) };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-
 /** Exactly `n` requests, `concurrency` at a time; the gateway's CPU (utime + stime from /proc) they cost. */
 async function cpuPerRequest(t: Target, body: string, n: number, concurrency: number): Promise<number> {
-  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
-  const headers = { 'content-type': 'application/json', ...t.headers };
-  let sent = 0;
-  let failed = 0;
   const cpu0 = cpuSeconds(t.pid!);
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (sent < n) {
-        sent++;
-        const res = await pool.request({ path: t.chatPath, method: 'POST', headers, body });
-        await res.body.arrayBuffer();
-        if (res.statusCode !== 200) failed++;
-      }
-    }),
-  );
+  const failed = await closedLoop(t, body, n, concurrency);
   const cpu = cpuSeconds(t.pid!) - cpu0;
-  await pool.close();
   if (failed > 0) throw new Error(`${failed} of ${n} requests failed on the happy path`);
   return cpu / n;
 }

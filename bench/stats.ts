@@ -40,3 +40,5 @@ export const ms = (v: number, digits = 2): string => (Number.isFinite(v) ? v.toF
 export const us = (seconds: number): string => (Number.isFinite(seconds) ? (seconds * 1e6).toFixed(0) : 'n/a');
 export const mb = (bytes: number): string => (Number.isFinite(bytes) ? (bytes / 1024 / 1024).toFixed(0) : 'n/a');
 export const ratio = (a: number, b: number): string => (Number.isFinite(a / b) && b !== 0 ? (a / b).toFixed(2) + '×' : 'n/a');
+/** The middle value (the upper one of an even count). */
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];

@@ -21,6 +21,24 @@ export const errorSchema = z
   })
   .meta({ id: 'AdminError' });
 
+/** The error answers every route that reads the configuration declares. */
+export const readErrors = {
+  400: { description: 'Invalid input.', schema: errorSchema },
+  401: { description: 'No or wrong token.', schema: errorSchema },
+  503: { description: 'No configuration loaded yet, or the limit counters cannot be read.', schema: errorSchema },
+};
+
+/** And those of every write. */
+export const writeErrors = {
+  ...readErrors,
+  403: { description: 'A read-only token, or a cross-site request.', schema: errorSchema },
+  405: { description: 'Read-only here (Kubernetes: change the custom resources).', schema: errorSchema },
+  415: { description: 'A body that is not application/json.', schema: errorSchema },
+};
+
+/** A write the snapshot's validation refuses. */
+export const invalidConfigError = { 422: { description: 'The change would make the configuration invalid.', schema: errorSchema } };
+
 export const listQuery = {
   limit: z.coerce.number().int().min(1).max(500).default(50).describe('Items per page (1–500).'),
   cursor: z.string().min(1).max(512).optional().describe('next_cursor of the previous page.'),

@@ -4,7 +4,7 @@
 import { add, parseDecimal, toPlainString, ZERO } from '../billing/decimal.ts';
 import type { Decimal } from '../billing/decimal.ts';
 import type { Queryable } from '../store/store.ts';
-import { ceilHour, floorHour } from './hour.ts';
+import { rollupRanges } from './hour.ts';
 
 export type UsageBucket = 'hour' | 'day';
 export type UsageGroupBy = 'model' | 'project' | 'key' | 'organization';
@@ -85,13 +85,7 @@ export async function adminUsage(q: Queryable, query: AdminUsageQuery): Promise<
   const to = query.to.getTime();
   if (!Number.isFinite(from) || !Number.isFinite(to)) throw new RangeError('usage: invalid from/to');
   const iso = (ms: number) => new Date(ms).toISOString();
-  let range: string[];
-  if (from >= to) range = Array(6).fill(iso(from)) as string[];
-  else {
-    const fullFrom = ceilHour(from);
-    const fullTo = floorHour(to);
-    range = fullFrom < fullTo ? [iso(fullFrom), iso(fullTo), iso(from), iso(fullFrom), iso(fullTo), iso(to)] : [iso(from), iso(from), iso(from), iso(to), iso(to), iso(to)];
-  }
+  const range = rollupRanges(from, to);
   const { rows } = await q.query<UsageSqlRow>(usageSql(GROUP_COLUMN[query.groupBy]), [
     query.bucket, ...range, query.organization || null, query.project || null, query.key || null,
   ]);

@@ -4,7 +4,7 @@ import { add, parseDecimal, toPlainString, ZERO } from '../billing/decimal.ts';
 import { USAGE_REPORT_SCHEMA } from './report-types.ts';
 import type { Decimal } from '../billing/decimal.ts';
 import type { Queryable } from '../store/store.ts';
-import { ceilHour, floorHour } from './hour.ts';
+import { rollupRanges } from './hour.ts';
 import type { UsageReport, UsageReportQuery, UsageRow } from './report-types.ts';
 
 interface SumRow {
@@ -50,18 +50,7 @@ export async function usageReport(q: Queryable, query: UsageReportQuery): Promis
   if (!Number.isFinite(from) || !Number.isFinite(to)) throw new RangeError('usage report: invalid from/to');
   const iso = (ms: number) => new Date(ms).toISOString();
 
-  let params: string[];
-  if (from >= to) {
-    params = [iso(from), iso(from), iso(from), iso(from), iso(from), iso(from)];
-  } else {
-    const fullFrom = ceilHour(from);
-    const fullTo = floorHour(to);
-    params =
-      fullFrom < fullTo
-        ? [iso(fullFrom), iso(fullTo), iso(from), iso(fullFrom), iso(fullTo), iso(to)]
-        : // No whole hour inside: everything comes from raw rows.
-          [iso(from), iso(from), iso(from), iso(to), iso(to), iso(to)];
-  }
+  const params = rollupRanges(from, to);
   const { rows } = await q.query<SumRow>(REPORT_SQL, [query.project, ...params]);
 
   const by_model = rows.map((r) => ({ model: r.model, ...usageRow(r) }));

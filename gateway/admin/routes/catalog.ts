@@ -4,13 +4,8 @@ import { z } from 'zod';
 import { PROTOCOLS } from '../../snapshot/schema.ts';
 import type { PricingGroup } from '../../snapshot/schema.ts';
 import { adminRoute, byKey, page, snapshotOf } from '../route.ts';
-import { errorSchema, listOf, listQuery, modelSchema, pricingGroupSchema, providerSchema, upstreamsSchema } from '../schemas.ts';
+import { listOf, listQuery, modelSchema, readErrors, pricingGroupSchema, providerSchema, upstreamsSchema } from '../schemas.ts';
 
-const errors = {
-  400: { description: 'Invalid input.', schema: errorSchema },
-  401: { description: 'No or wrong token.', schema: errorSchema },
-  503: { description: 'No configuration loaded yet, or the limit counters cannot be read.', schema: errorSchema },
-};
 const dec = (v: string | number) => String(v);
 
 function prices(p: { input: string | number; output: string | number; cacheRead: string | number; cacheWrite: string | number }) {
@@ -33,7 +28,7 @@ export const catalogRoutes = [
       tags: ['admin'],
       security: 'adminRead',
       query: z.object(listQuery),
-      responses: { 200: { description: 'A page of models.', schema: listOf(modelSchema) }, ...errors },
+      responses: { 200: { description: 'A page of models.', schema: listOf(modelSchema) }, ...readErrors },
     },
     (ctx, { query }) => {
       const id = (m: { id: string }) => m.id;
@@ -70,7 +65,7 @@ export const catalogRoutes = [
       tags: ['admin'],
       security: 'adminRead',
       query: z.object(listQuery),
-      responses: { 200: { description: 'A page of pricing groups.', schema: listOf(pricingGroupSchema) }, ...errors },
+      responses: { 200: { description: 'A page of pricing groups.', schema: listOf(pricingGroupSchema) }, ...readErrors },
     },
     (ctx, { query }) => {
       const s = snapshotOf(ctx);
@@ -89,7 +84,7 @@ export const catalogRoutes = [
       tags: ['admin'],
       security: 'adminRead',
       query: z.object(listQuery),
-      responses: { 200: { description: 'A page of providers.', schema: listOf(providerSchema) }, ...errors },
+      responses: { 200: { description: 'A page of providers.', schema: listOf(providerSchema) }, ...readErrors },
     },
     (ctx, { query }) => {
       const s = snapshotOf(ctx);
@@ -117,7 +112,7 @@ export const catalogRoutes = [
       summary: 'Each upstream target\'s health in this process (healthy, ejected, half_open) and attempt counts.',
       tags: ['admin'],
       security: 'adminRead',
-      responses: { 200: { description: 'Upstream health.', schema: upstreamsSchema }, ...errors },
+      responses: { 200: { description: 'Upstream health.', schema: upstreamsSchema }, ...readErrors },
     },
     (ctx) => {
       const v = ctx.upstreams();

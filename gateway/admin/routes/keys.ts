@@ -5,22 +5,10 @@ import { budgetSchema } from '../../governance/limits-schema.ts';
 import { AdminError } from '../errors.ts';
 import { adminRoute, page, snapshotOf } from '../route.ts';
 import type { AdminContext } from '../route.ts';
-import { createdKeySchema, errorSchema, keySchema, keyStateSchema, limitsSchema, listOf, listQuery, slugSchema } from '../schemas.ts';
+import { createdKeySchema, errorSchema, invalidConfigError, readErrors, writeErrors, keySchema, keyStateSchema, limitsSchema, listOf, listQuery, slugSchema } from '../schemas.ts';
 import { allKeys, editConfig, findKey, keyOwnRules, keyState, keyView, spendOf } from '../views.ts';
 
 const idParams = z.object({ id: z.string().min(1).max(253) });
-const errors = {
-  400: { description: 'Invalid input.', schema: errorSchema },
-  401: { description: 'No or wrong token.', schema: errorSchema },
-  503: { description: 'No configuration loaded yet, or the limit counters cannot be read.', schema: errorSchema },
-};
-const writeErrors = {
-  ...errors,
-  400: { description: 'Invalid input.', schema: errorSchema },
-  403: { description: 'A read-only token, or a cross-site request.', schema: errorSchema },
-  405: { description: 'Read-only here (Kubernetes: change the custom resources).', schema: errorSchema },
-  415: { description: 'A body that is not application/json.', schema: errorSchema },
-};
 const datetime = z.iso.datetime({ offset: true });
 
 function keyOrFail(ctx: AdminContext, id: string) {
@@ -40,7 +28,7 @@ export const keyRoutes = [
       tags: ['admin'],
       security: 'adminRead',
       query: z.object({ ...listQuery, organization: z.string().optional(), project: z.string().optional(), state: keyStateSchema.optional() }),
-      responses: { 200: { description: 'A page of keys.', schema: listOf(keySchema) }, ...errors },
+      responses: { 200: { description: 'A page of keys.', schema: listOf(keySchema) }, ...readErrors },
     },
     (ctx, { query }) => {
       const now = Date.now();
@@ -59,7 +47,7 @@ export const keyRoutes = [
       tags: ['admin'],
       security: 'adminRead',
       params: idParams,
-      responses: { 200: { description: 'The key.', schema: keySchema }, 404: { description: 'No such key.', schema: errorSchema }, ...errors },
+      responses: { 200: { description: 'The key.', schema: keySchema }, 404: { description: 'No such key.', schema: errorSchema }, ...readErrors },
     },
     async (ctx, { params }) => {
       const key = keyOrFail(ctx, params.id);
@@ -78,7 +66,7 @@ export const keyRoutes = [
       tags: ['admin'],
       security: 'adminWrite',
       body: z.object({ organization: slugSchema, project: slugSchema, name: z.string().max(200).optional(), expiresAt: datetime.optional() }).strict(),
-      responses: { 201: { description: 'The key and its secret.', schema: createdKeySchema }, 404: { description: 'No such organization.', schema: errorSchema }, 422: { description: 'The change would make the configuration invalid.', schema: errorSchema }, ...writeErrors },
+      responses: { 201: { description: 'The key and its secret.', schema: createdKeySchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...invalidConfigError, ...writeErrors },
     },
     (ctx, { body }) => {
       const made = editConfig(ctx, (path) => createKey(path, body));
@@ -96,7 +84,7 @@ export const keyRoutes = [
       security: 'adminWrite',
       params: idParams,
       body: z.object({ name: z.string().max(200).nullable().optional(), expiresAt: datetime.nullable().optional(), limits: limitsSchema.nullable().optional(), budget: budgetSchema.nullable().optional() }).strict(),
-      responses: { 200: { description: 'The key.', schema: keySchema }, 404: { description: 'No such key.', schema: errorSchema }, 422: { description: 'The change would make the configuration invalid.', schema: errorSchema }, ...writeErrors },
+      responses: { 200: { description: 'The key.', schema: keySchema }, 404: { description: 'No such key.', schema: errorSchema }, ...invalidConfigError, ...writeErrors },
     },
     (ctx, { params, body }) => {
       editConfig(ctx, (path) => patchKey(path, params.id, body));

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createOrganization, patchOrganization, patchProject } from '../../snapshot/config-keys.ts';
 import { budgetSchema } from '../../governance/limits-schema.ts';
 import { adminRoute, byKey, page, snapshotOf } from '../route.ts';
-import { errorSchema, limitsSchema, listOf, listQuery, organizationSchema, projectSchema, slugSchema } from '../schemas.ts';
+import { errorSchema, invalidConfigError, limitsSchema, readErrors, writeErrors, listOf, listQuery, organizationSchema, projectSchema, slugSchema } from '../schemas.ts';
 import { editConfig, organizationView, projectKey, projectViews, spendOf } from '../views.ts';
 import type { AdminContext } from '../route.ts';
 
@@ -17,19 +17,7 @@ async function withProjectSpend(ctx: AdminContext, projects: ReturnType<typeof p
   );
 }
 
-const errors = {
-  400: { description: 'Invalid input.', schema: errorSchema },
-  401: { description: 'No or wrong token.', schema: errorSchema },
-  503: { description: 'No configuration loaded yet, or the limit counters cannot be read.', schema: errorSchema },
-};
-const writeErrors = {
-  ...errors,
-  400: { description: 'Invalid input.', schema: errorSchema },
-  403: { description: 'A read-only token, or a cross-site request.', schema: errorSchema },
-  405: { description: 'Read-only here (Kubernetes: change the custom resources).', schema: errorSchema },
-  415: { description: 'A body that is not application/json.', schema: errorSchema },
-  422: { description: 'The change would make the configuration invalid.', schema: errorSchema },
-};
+const configWriteErrors = { ...writeErrors, ...invalidConfigError };
 const models = z.array(z.string().min(1)).max(1000);
 
 export const organizationRoutes = [
@@ -43,7 +31,7 @@ export const organizationRoutes = [
       tags: ['admin'],
       security: 'adminRead',
       query: z.object(listQuery),
-      responses: { 200: { description: 'A page of organizations.', schema: listOf(organizationSchema) }, ...errors },
+      responses: { 200: { description: 'A page of organizations.', schema: listOf(organizationSchema) }, ...readErrors },
     },
     (ctx, { query }) => {
       const s = snapshotOf(ctx);
@@ -62,7 +50,7 @@ export const organizationRoutes = [
       tags: ['admin'],
       security: 'adminRead',
       params: z.object({ id: z.string().min(1).max(253) }),
-      responses: { 200: { description: 'The organization.', schema: organizationSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...errors },
+      responses: { 200: { description: 'The organization.', schema: organizationSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...readErrors },
     },
     async (ctx, { params }) => {
       const s = snapshotOf(ctx);
@@ -81,7 +69,7 @@ export const organizationRoutes = [
       tags: ['admin'],
       security: 'adminWrite',
       body: z.object({ id: slugSchema, models: models.optional(), limits: limitsSchema.optional(), budget: budgetSchema.optional() }).strict(),
-      responses: { 201: { description: 'The organization.', schema: organizationSchema }, 409: { description: 'It exists already.', schema: errorSchema }, ...writeErrors },
+      responses: { 201: { description: 'The organization.', schema: organizationSchema }, 409: { description: 'It exists already.', schema: errorSchema }, ...configWriteErrors },
     },
     (ctx, { body }) => {
       editConfig(ctx, (path) => createOrganization(path, body.id, body));
@@ -99,7 +87,7 @@ export const organizationRoutes = [
       security: 'adminWrite',
       params: z.object({ id: z.string().min(1).max(253) }),
       body: z.object({ models: models.nullable().optional(), limits: limitsSchema.nullable().optional(), budget: budgetSchema.nullable().optional() }).strict(),
-      responses: { 200: { description: 'The organization.', schema: organizationSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...writeErrors },
+      responses: { 200: { description: 'The organization.', schema: organizationSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...configWriteErrors },
     },
     (ctx, { params, body }) => {
       editConfig(ctx, (path) => patchOrganization(path, params.id, body));
@@ -116,7 +104,7 @@ export const organizationRoutes = [
       tags: ['admin'],
       security: 'adminRead',
       query: z.object({ ...listQuery, organization: z.string().optional() }),
-      responses: { 200: { description: 'A page of projects.', schema: listOf(projectSchema) }, ...errors },
+      responses: { 200: { description: 'A page of projects.', schema: listOf(projectSchema) }, ...readErrors },
     },
     async (ctx, { query }) => {
       const p = page(projectViews(snapshotOf(ctx), query.organization), query.limit, query.cursor, projectKey);
@@ -134,7 +122,7 @@ export const organizationRoutes = [
       security: 'adminWrite',
       params: z.object({ organization: z.string().min(1).max(253), id: slugSchema }),
       body: z.object({ limits: limitsSchema.nullable().optional(), budget: budgetSchema.nullable().optional() }).strict(),
-      responses: { 200: { description: 'The project.', schema: projectSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...writeErrors },
+      responses: { 200: { description: 'The project.', schema: projectSchema }, 404: { description: 'No such organization.', schema: errorSchema }, ...configWriteErrors },
     },
     async (ctx, { params, body }) => {
       editConfig(ctx, (path) => patchProject(path, params.organization, params.id, body));
