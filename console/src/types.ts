@@ -86,6 +86,8 @@ export interface CreatedKey {
 
 export interface UsageGroup {
   group: string;
+  /** Set when grouped by project: project ids are unique within an organization only. */
+  organization?: string;
   requests: number;
   input: number;
   output: number;

@@ -121,14 +121,20 @@ const countsShape = {
   cost_points: moneySchema,
 };
 
+const usageGroupSchema = z.object({
+  group: z.string(),
+  organization: z.string().optional().describe("With group_by=project: the project's organization (a project id is unique within its organization only)."),
+  ...countsShape,
+});
+
 export const usageSchema = z
   .object({
     from: z.string(),
     to: z.string(),
     bucket: z.enum(['hour', 'day']),
     group_by: z.enum(['model', 'project', 'key', 'organization']),
-    series: z.array(z.object({ start: z.string(), groups: z.array(z.object({ group: z.string(), ...countsShape })) })),
-    totals: z.array(z.object({ group: z.string(), ...countsShape })),
+    series: z.array(z.object({ start: z.string(), groups: z.array(usageGroupSchema) })),
+    totals: z.array(usageGroupSchema),
     total: z.object(countsShape),
   })
   .meta({ id: 'AdminUsage' });

@@ -35,10 +35,13 @@ export interface AdminUsage {
   to: string;
   bucket: UsageBucket;
   group_by: UsageGroupBy;
-  series: { start: string; groups: ({ group: string } & UsageCounts)[] }[];
-  totals: ({ group: string } & UsageCounts)[];
+  series: { start: string; groups: UsageGroup[] }[];
+  totals: UsageGroup[];
   total: UsageCounts;
 }
+
+/** One group's counts; grouped by project it also names the organization (project ids are unique per organization only). */
+export type UsageGroup = { group: string; organization?: string } & UsageCounts;
 
 // Column names only from this table, never from the caller.
 const GROUP_COLUMN: Record<UsageGroupBy, string> = { model: 'model', project: 'project', key: 'api_key_id', organization: 'organization' };
@@ -46,8 +49,10 @@ const GROUP_COLUMN: Record<UsageGroupBy, string> = { model: 'model', project: 'p
 const FILTERS = `($8::text IS NULL OR organization = $8) AND ($9::text IS NULL OR project = $9) AND ($10::text IS NULL OR api_key_id = $10)`;
 
 function usageSql(group: string): string {
+  // Projects are grouped with their organization: two organizations may both have a project called "web".
+  const org = group === 'project' ? 'organization' : 'NULL::text';
   return `
-SELECT to_char(date_trunc($1, t, 'UTC') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS start, ${group} AS grp,
+SELECT to_char(date_trunc($1, t, 'UTC') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS start, ${group} AS grp, ${org} AS org,
   sum(request_count) AS requests, sum(input) AS input, sum(output) AS output, sum(cache_read) AS cache_read,
   sum(cache_write) AS cache_write, sum(reasoning) AS reasoning, sum(cost_points)::text AS cost_points
 FROM (
@@ -62,13 +67,14 @@ FROM (
   WHERE ((occurred_at >= $4::timestamptz AND occurred_at < $5::timestamptz) OR
     (occurred_at >= $6::timestamptz AND occurred_at < $7::timestamptz)) AND ${FILTERS}
 ) u
-GROUP BY 1, 2
-ORDER BY 1, sum(cost_points) DESC, ${group} COLLATE "C"`;
+GROUP BY 1, 2, 3
+ORDER BY 1, sum(cost_points) DESC, ${group} COLLATE "C"${group === 'project' ? ', organization COLLATE "C"' : ''}`;
 }
 
 interface UsageSqlRow {
   start: string;
   grp: string;
+  org: string | null;
   requests: string;
   input: string;
   output: string;
@@ -90,15 +96,16 @@ export async function adminUsage(q: Queryable, query: AdminUsageQuery): Promise<
     query.bucket, ...range, query.organization || null, query.project || null, query.key || null,
   ]);
   const series: AdminUsage['series'] = [];
-  const totals = new Map<string, { counts: Record<(typeof COUNTS)[number], number>; cost: Decimal }>();
+  const totals = new Map<string, { group: string; organization: string | null; counts: Record<(typeof COUNTS)[number], number>; cost: Decimal }>();
   const all = { counts: zeroCounts(), cost: ZERO };
   for (const r of rows) {
     const counts = Object.fromEntries(COUNTS.map((c) => [c, Number(r[c])])) as Record<(typeof COUNTS)[number], number>;
     const cost = parseDecimal(r.cost_points);
     if (series.at(-1)?.start !== r.start) series.push({ start: r.start, groups: [] });
-    series.at(-1)!.groups.push({ group: r.grp, ...counts, cost_points: toPlainString(cost) });
-    let t = totals.get(r.grp);
-    if (!t) totals.set(r.grp, (t = { counts: zeroCounts(), cost: ZERO }));
+    series.at(-1)!.groups.push({ ...named(r.grp, r.org), ...counts, cost_points: toPlainString(cost) });
+    const id = r.org === null ? r.grp : `${r.org}/${r.grp}`;
+    let t = totals.get(id);
+    if (!t) totals.set(id, (t = { group: r.grp, organization: r.org, counts: zeroCounts(), cost: ZERO }));
     for (const c of COUNTS) {
       t.counts[c] += counts[c];
       all.counts[c] += counts[c];
@@ -113,9 +120,15 @@ export async function adminUsage(q: Queryable, query: AdminUsageQuery): Promise<
     bucket: query.bucket,
     group_by: query.groupBy,
     series,
-    totals: [...totals].map(([group, t]) => ({ group, ...out(t) })).sort((a, b) => compareCost(b.cost_points, a.cost_points) || (a.group < b.group ? -1 : 1)),
+    totals: [...totals.values()]
+      .map((t) => ({ ...named(t.group, t.organization), ...out(t) }))
+      .sort((a, b) => compareCost(b.cost_points, a.cost_points) || (a.group < b.group ? -1 : a.group > b.group ? 1 : (a.organization ?? '') < (b.organization ?? '') ? -1 : 1)),
     total: out(all),
   };
+}
+
+function named(group: string, organization: string | null): { group: string; organization?: string } {
+  return organization === null ? { group } : { group, organization };
 }
 
 function zeroCounts(): Record<(typeof COUNTS)[number], number> {

@@ -274,6 +274,30 @@ describe.each(BACKENDS)('admin API on %s', (backend) => {
     expect(ups.body.targets.some((u: Json) => u.provider === 'fake-openai' && u.state === 'healthy')).toBe(true);
     for (const r of [providers, ups]) expect(JSON.stringify(r.body)).not.toContain(PROVIDER_SECRET);
   });
+
+  it('keeps two organizations\' projects of the same name apart when grouping by project', async () => {
+    // acme already has a project "web"; globex gets one too.
+    const made = await call('POST', '/admin/v1/keys', { body: { organization: 'globex', project: 'web', name: 'same project name' } });
+    expect(made.status).toBe(201);
+    const client = new OpenAI({ baseURL: `${t.url}/api/v1`, apiKey: made.body.secret, maxRetries: 0 });
+    await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'globex web' }] });
+    await t.gw.ledger.flush();
+    const from = new Date(Date.now() - 3 * 3600_000).toISOString();
+    const to = new Date(Date.now() + 60_000).toISOString();
+    const { rows } = await t.gw.store.query<{ organization: string; project: string; cost: string; n: string }>(
+      "SELECT organization, project, sum(cost_points)::text AS cost, count(*)::text AS n FROM usage_events WHERE project = 'web' GROUP BY 1, 2 ORDER BY 1",
+    );
+    expect(rows.map((r) => r.organization)).toEqual(['acme', 'globex']);
+    const byProject = await call('GET', `/admin/v1/usage?from=${from}&to=${to}&group_by=project`);
+    expect(byProject.status).toBe(200);
+    const web = byProject.body.totals.filter((x: Json) => x.group === 'web');
+    expect(web.map((x: Json) => x.organization).sort()).toEqual(['acme', 'globex']);
+    for (const r of rows) expect(web.find((x: Json) => x.organization === r.organization)).toMatchObject({ requests: Number(r.n), cost_points: sumDecimals([r.cost]) });
+    for (const s of byProject.body.series) for (const g of s.groups) expect(typeof g.organization).toBe('string');
+    // Other groupings name no organization.
+    const byModel = await call('GET', `/admin/v1/usage?from=${from}&to=${to}&group_by=model`);
+    expect(byModel.body.totals.every((x: Json) => !('organization' in x))).toBe(true);
+  });
 });
 
 describe('admin API without tokens, and on Kubernetes', () => {

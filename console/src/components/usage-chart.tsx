@@ -12,6 +12,9 @@ const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948
 
 export const colorFor = (i: number): string => PALETTE[i % PALETTE.length];
 
+/** A group's name on screen: projects carry their organization (two organizations may both have a "web"). */
+export const groupLabel = (g: UsageGroup): string => (g.organization ? `${g.organization}/${g.group}` : g.group);
+
 interface Prepared {
   groups: string[];
   xs: number[];
@@ -31,8 +34,8 @@ function bucketStarts(usage: Usage): number[] {
 
 function prepare(usage: Usage): Prepared {
   // Groups in the order of the API's totals; the first is drawn on top of the stack.
-  const groups = usage.totals.map((t) => t.group);
-  for (const b of usage.series) for (const g of b.groups) if (!groups.includes(g.group)) groups.push(g.group);
+  const groups = usage.totals.map(groupLabel);
+  for (const b of usage.series) for (const g of b.groups) if (!groups.includes(groupLabel(g))) groups.push(groupLabel(g));
   const xs = bucketStarts(usage);
   for (const b of usage.series) {
     const x = Date.parse(b.start) / 1000;
@@ -40,7 +43,7 @@ function prepare(usage: Usage): Prepared {
   }
   xs.sort((a, b) => a - b);
   const at = new Map(usage.series.map((b) => [Date.parse(b.start) / 1000, b]));
-  const cells = groups.map((g) => xs.map((x) => at.get(x)?.groups.find((c) => c.group === g)));
+  const cells = groups.map((g) => xs.map((x) => at.get(x)?.groups.find((c) => groupLabel(c) === g)));
   return { groups, xs, cells };
 }
 
@@ -113,7 +116,7 @@ export function UsageChart({ usage, metric, height = 260 }: { usage: Usage; metr
 
 /** Every bucket and group with the API's exact numbers; data-series holds the same as JSON. */
 function UsageTable({ usage, groups }: { usage: Usage; groups: string[] }) {
-  const rows = usage.series.flatMap((b) => b.groups.map((g) => ({ start: b.start, ...g })));
+  const rows = usage.series.flatMap((b) => b.groups.map((g) => ({ start: b.start, ...g, label: groupLabel(g) })));
   return (
     <details class="chart-data">
       <summary>
@@ -132,14 +135,14 @@ function UsageTable({ usage, groups }: { usage: Usage; groups: string[] }) {
         </thead>
         <tbody>
           {rows.map((r) => (
-            <tr key={`${r.start}/${r.group}`}>
+            <tr key={`${r.start}/${r.label}`}>
               <td class="mono">{r.start}</td>
               <td>
                 <span class="swatch" ref={(e) => {
                     // Through the CSSOM, which the CSP allows (a style attribute it would refuse).
-                    if (e) e.style.background = colorFor(groups.indexOf(r.group));
+                    if (e) e.style.background = colorFor(groups.indexOf(r.label));
                   }} />
-                {r.group || '—'}
+                {r.label || '—'}
               </td>
               <td class="num">{formatCount(r.requests)}</td>
               <td class="num">{formatCount(r.input)}</td>

@@ -5,10 +5,10 @@ import { ErrorNote, Loading, useLoad } from '../components/load.tsx';
 import { useRange } from '../components/range.tsx';
 import type { Range } from '../components/range.tsx';
 import type { Metric } from '../components/usage-chart.tsx';
-import { UsageChart } from '../components/usage-chart.tsx';
+import { groupLabel, UsageChart } from '../components/usage-chart.tsx';
 import { compareDecimal, formatCount, formatPoints } from '../decimal.ts';
 import { href } from '../router.ts';
-import type { ApiKey, Organization, Project, Usage, UsageGroup } from '../types.ts';
+import type { ApiKey, Organization, Usage, UsageGroup } from '../types.ts';
 
 export const usageQuery = (range: Range, groupBy: string, scope: Record<string, string | undefined> = {}) => ({ from: range.from, to: range.to, bucket: range.bucket, group_by: groupBy, ...scope });
 
@@ -52,7 +52,7 @@ export function Totals({ usage }: { usage: Usage }) {
 
 const byCost = (a: UsageGroup, b: UsageGroup): number => compareDecimal(b.cost_points, a.cost_points) || b.requests - a.requests;
 
-export function TopTable({ title, rows, link, label, testid }: { title: string; rows: UsageGroup[]; link?: (group: string) => string | undefined; label?: (group: string) => string; testid: string }) {
+export function TopTable({ title, rows, link, label, testid }: { title: string; rows: UsageGroup[]; link?: (row: UsageGroup) => string | undefined; label?: (group: string) => string; testid: string }) {
   const top = [...rows].sort(byCost).slice(0, 10);
   return (
     <section class="panel">
@@ -71,10 +71,11 @@ export function TopTable({ title, rows, link, label, testid }: { title: string; 
           </thead>
           <tbody>
             {top.map((r) => {
-              const to = link?.(r.group);
+              const to = link?.(r);
+              const name = label?.(r.group) ?? groupLabel(r);
               return (
-                <tr key={r.group}>
-                  <td title={r.group}>{to ? <a href={to}>{label?.(r.group) ?? r.group}</a> : (label?.(r.group) ?? r.group) || '—'}</td>
+                <tr key={groupLabel(r)}>
+                  <td title={groupLabel(r)}>{to ? <a href={to}>{name}</a> : name || '—'}</td>
                   <td class="num">{formatCount(r.requests)}</td>
                   <td class="num">
                     {formatCount(r.input)} / {formatCount(r.output)}
@@ -96,7 +97,6 @@ export function Overview() {
   const [organization, setOrganization] = useState('');
   const [stackBy, setStackBy] = useState<'model' | 'project' | 'organization'>('model');
   const orgs = useLoad(() => list<Organization>('/admin/v1/organizations', { limit: 500 }), []);
-  const projects = useLoad(() => list<Project>('/admin/v1/projects', { limit: 500 }), []);
   // Key groups are key ids: shown by name and prefix (the first page of keys covers most gateways; others show the id).
   const keys = useLoad(() => list<ApiKey>('/admin/v1/keys', { limit: 500 }), []);
   const keyLabel = (id: string): string => {
@@ -149,7 +149,7 @@ export function Overview() {
       <div class="two">
         <div>
           <ErrorNote error={byProject.error} />
-          {byProject.data && <TopTable title="Top projects" testid="top-projects" rows={byProject.data.totals} link={(g) => projectLink(g, organization, projects.data?.data ?? [])} />}
+          {byProject.data && <TopTable title="Top projects" testid="top-projects" rows={byProject.data.totals} link={projectLink} />}
         </div>
         <div>
           <ErrorNote error={byKey.error} />
@@ -160,10 +160,7 @@ export function Overview() {
   );
 }
 
-/** A project group is its bare id: linked to its page when the organization is chosen or only one has that id. */
-function projectLink(group: string, organization: string, projects: Project[]): string | undefined {
-  if (!group) return undefined;
-  if (organization) return href({ page: 'project', organization, project: group });
-  const owners = projects.filter((p) => p.id === group);
-  return owners.length === 1 ? href({ page: 'project', organization: owners[0].organization, project: group }) : undefined;
+/** A project group names its organization: linked to the project's page. */
+function projectLink(row: UsageGroup): string | undefined {
+  return row.group && row.organization ? href({ page: 'project', organization: row.organization, project: row.group }) : undefined;
 }
