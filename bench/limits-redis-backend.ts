@@ -15,7 +15,9 @@ import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import type { FastifyReply } from 'fastify';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
+import type * as GovernorModule from '../gateway/governance/governor.ts';
 import type { GovernedCall, Ticket } from '../gateway/governance/governor.ts';
+import type * as RedisBackendModule from '../gateway/governance/redis-backend.ts';
 import type { LedgerRow } from '../gateway/ledger/row.ts';
 import { compileSnapshot } from '../gateway/snapshot/runtime.ts';
 import { snapshotSchema } from '../gateway/snapshot/schema.ts';
@@ -56,8 +58,8 @@ interface Version {
 
 /** The governor and Redis backend of the checkout at `dir`, with the 13-rule key. */
 async function load(name: string, dir: string): Promise<Version> {
-  const { Governor } = (await import(resolve(dir, 'gateway/governance/governor.ts'))) as typeof import('../gateway/governance/governor.ts');
-  const { RedisBackend } = (await import(resolve(dir, 'gateway/governance/redis-backend.ts'))) as typeof import('../gateway/governance/redis-backend.ts');
+  const { Governor } = (await import(resolve(dir, 'gateway/governance/governor.ts'))) as typeof GovernorModule;
+  const { RedisBackend } = (await import(resolve(dir, 'gateway/governance/redis-backend.ts'))) as typeof RedisBackendModule;
   const k = generateApiKey();
   const s = compileSnapshot(
     snapshotSchema.parse({
