@@ -11,7 +11,8 @@ local ONE = 1e15
 local function num(x) return string.format('%.17g', x) end
 local function addSpend(key, dw, df, ttl)
   if dw == 0 and df == 0 then return end
-  redis.call('HINCRBY', key, 'w', string.format('%d', dw))
+  -- Most charges and reservations are below one point: their whole part (0) is not sent to the hash.
+  if dw ~= 0 then redis.call('HINCRBY', key, 'w', string.format('%d', dw)) end
   local f = redis.call('HINCRBY', key, 'f', string.format('%d', df))
   if f >= ONE or f < 0 then
     local c = math.floor(f / ONE)
