@@ -282,6 +282,7 @@ export class RedisBackend implements CounterBackend {
     const p = this.prebuilt(a.rules, a.spendKeys);
     const b = this.batch(true);
     const [rw, rf] = a.reserve === 0n ? ZERO : split(a.reserve);
+    // Fields are space-separated: a lease is "pod:sequence" (governor.ts), never a space in it.
     b.argv.push(`A ${b.list(p)} ${a.now} ${a.lease} ${a.leaseMs} ${a.tokens} ${rw} ${rf}`);
     b.admissions++;
     return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'A', a, resolve }));
