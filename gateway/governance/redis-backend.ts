@@ -50,9 +50,10 @@ const S_ADD = script(ADD_SPEND);
 /** A rules list's Redis names and spec strings, built once per rules list and period (see `prebuilt`). */
 interface Prebuilt {
   keys: string[];
-  specs: string[];
-  /** Indexes of the rules a settlement touches (tpm, concurrency, budget): rpm-only keys settle nothing. */
-  settled: number[];
+  /** The rules' specs ("kind:a:b:ttl"), space-separated: the tail of the batch's G operation. */
+  specs: string;
+  /** Whether a settlement touches anything (tpm, concurrency, budget): rpm-only lists settle nothing. */
+  settles: boolean;
 }
 
 type Op =
@@ -60,12 +61,29 @@ type Op =
   | { kind: 'S'; s: SettleInput }
   | { kind: 'P'; rules: readonly Rule[]; spendKeys: readonly (string | undefined)[]; now: number; resolve: (v: Verdict) => void };
 
-/** One script call being gathered. */
+/**
+ * One script call being gathered. A rules list's keys and specs go in once per call (its G operation), however many
+ * of its requests the call carries; each admission or settlement then adds one short argument naming it.
+ */
 class Batch {
   readonly keys: string[] = [];
   readonly argv: string[] = [];
   readonly ops: Op[] = [];
+  /** Each rules list in this call and its number (1, 2, ..) in the script. */
+  readonly lists = new Map<Prebuilt, number>();
   admissions = 0;
+
+  /** The number of a rules list in this call, sending its keys and specs with its first use. */
+  list(p: Prebuilt): number {
+    let g = this.lists.get(p);
+    if (g === undefined) {
+      g = this.lists.size + 1;
+      this.lists.set(p, g);
+      this.argv.push(`G ${this.keys.length} ${p.specs}`);
+      for (let i = 0; i < p.keys.length; i++) this.keys.push(p.keys[i]);
+    }
+    return g;
+  }
 }
 
 export class RedisBackend implements CounterBackend {
@@ -146,20 +164,20 @@ export class RedisBackend implements CounterBackend {
   }
 
   private build(rules: readonly Rule[], spendKeys: readonly (string | undefined)[]): Prebuilt {
-    const p: Prebuilt = { keys: [], specs: [], settled: [] };
+    const keys: string[] = [];
+    const specs: string[] = [];
     for (let i = 0; i < rules.length; i++) {
       const r = rules[i];
       if (r.kind === 'budget') {
-        p.keys.push(this.prefix + spendKeys[i]!);
+        keys.push(this.prefix + spendKeys[i]!);
         const [w, f] = split(r.units!);
-        p.specs.push(`b:${w}:${f}:${spendTtl(r)}`);
+        specs.push(`b:${w}:${f}:${spendTtl(r)}`);
       } else {
-        p.keys.push(this.prefix + r.id);
-        p.specs.push(`${r.kind === 'rpm' ? 'r' : r.kind === 'tpm' ? 't' : 'c'}:${r.limit}:0:0`);
+        keys.push(this.prefix + r.id);
+        specs.push(`${r.kind === 'rpm' ? 'r' : r.kind === 'tpm' ? 't' : 'c'}:${r.limit}:0:0`);
       }
-      if (r.kind !== 'rpm') p.settled.push(i);
     }
-    return p;
+    return { keys, specs: specs.join(' '), settles: rules.some((r) => r.kind !== 'rpm') };
   }
 
   private run(s: Script, keys: string[], argv: string[]): Promise<unknown> {
@@ -201,10 +219,10 @@ export class RedisBackend implements CounterBackend {
   };
 
   private async send(b: Batch): Promise<void> {
-    let res: unknown[];
+    let res: string[];
     try {
       if (this.client.status !== 'ready') throw new Error('not connected');
-      res = (await this.run(S_BATCH, b.keys, b.argv)) as unknown[];
+      res = (await this.run(S_BATCH, b.keys, b.argv)) as string[];
     } catch (err) {
       if (b.admissions > 0) this.log?.warn({ err: (err as Error).message }, 'redis admission failed; served from the local view');
       this.setDegraded(true, 'command failed');
@@ -216,10 +234,12 @@ export class RedisBackend implements CounterBackend {
       this.setDegraded(false, 'answered');
       void this.flushPending();
     }
+    // One answer per admission and read, in order; settlements answer nothing.
+    let at = 0;
     for (let i = 0; i < b.ops.length; i++) {
       const op = b.ops[i];
-      if (op.kind === 'A') op.resolve(this.verdict(op.a, res[i] as (number | string)[]));
-      else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, res[i] as string[]));
+      if (op.kind === 'A') op.resolve(this.verdict(op.a, res[at++].split(' ')));
+      else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, res[at++].split(' ')));
     }
   }
 
@@ -232,9 +252,9 @@ export class RedisBackend implements CounterBackend {
     } else void this.local.peek(op.rules, op.spendKeys, op.now).then(op.resolve);
   }
 
-  private verdict(a: AdmitInput, res: (number | string)[]): Verdict {
+  private verdict(a: AdmitInput, res: string[]): Verdict {
     const n = a.rules.length;
-    const v: Verdict = { ok: res[0] === 1, refused: -1, retryAfterMs: 0, remaining: new Array(n), resetMs: new Array(n) };
+    const v: Verdict = { ok: res[0] === '1', refused: -1, retryAfterMs: 0, remaining: new Array(n), resetMs: new Array(n) };
     if (!v.ok) {
       v.refused = Number(res[1]);
       v.retryAfterMs = Number(res[2]);
@@ -262,9 +282,8 @@ export class RedisBackend implements CounterBackend {
     const p = this.prebuilt(a.rules, a.spendKeys);
     const b = this.batch(true);
     const [rw, rf] = a.reserve === 0n ? ZERO : split(a.reserve);
-    b.argv.push('A', String(a.now), a.lease, String(a.leaseMs), String(a.tokens), rw, rf, String(p.keys.length));
-    pushAll(b.keys, p.keys);
-    pushAll(b.argv, p.specs);
+    // Fields are space-separated: a lease is "pod:sequence" (governor.ts), never a space in it.
+    b.argv.push(`A ${b.list(p)} ${a.now} ${a.lease} ${a.leaseMs} ${a.tokens} ${rw} ${rf}`);
     b.admissions++;
     return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'A', a, resolve }));
   }
@@ -318,19 +337,14 @@ export class RedisBackend implements CounterBackend {
     // The local view keeps the exact spend too (concurrency and tokens there belong to local admissions only).
     if (s.spendDelta !== 0n) for (let i = 0; i < s.rules.length; i++) if (s.rules[i].kind === 'budget') this.local.spend.set(s.spendKeys[i]!, this.local.spent(s.spendKeys[i]!) + s.spendDelta);
     const p = this.prebuilt(s.rules, s.spendKeys);
-    const idx = p.settled;
-    if (idx.length === 0) return;
+    if (!p.settles) return;
     if (this.client.status !== 'ready') {
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
       return;
     }
     const b = this.batch(false);
     const [dw, df] = s.spendDelta === 0n ? ZERO : split(s.spendDelta);
-    b.argv.push('S', String(s.now), s.lease, String(s.tokensDelta), dw, df, '0', String(idx.length));
-    for (let j = 0; j < idx.length; j++) {
-      b.keys.push(p.keys[idx[j]]);
-      b.argv.push(p.specs[idx[j]]);
-    }
+    b.argv.push(`S ${b.list(p)} ${s.now} ${s.lease} ${s.tokensDelta} ${dw} ${df}`);
     b.ops.push({ kind: 'S', s });
   }
 
@@ -339,9 +353,7 @@ export class RedisBackend implements CounterBackend {
     // Not cached: a read is rare, and its spend-key list is built for it.
     const p = this.build(rules, spendKeys);
     const b = this.batch(true);
-    b.argv.push('P', String(now), '', '0', '0', '0', '0', String(p.keys.length));
-    pushAll(b.keys, p.keys);
-    pushAll(b.argv, p.specs);
+    b.argv.push(`P ${b.list(p)} ${now}`);
     return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'P', rules, spendKeys, now, resolve }));
   }
 
@@ -369,10 +381,6 @@ export class RedisBackend implements CounterBackend {
 
 const ZERO: readonly [string, string] = ['0', '0'];
 const MAX_OPS = 256;
-
-function pushAll(to: string[], from: readonly string[]): void {
-  for (let i = 0; i < from.length; i++) to.push(from[i]);
-}
 
 function peekVerdict(rules: readonly Rule[], res: string[]): Verdict {
   const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], resetMs: [] };

@@ -11,7 +11,8 @@ local ONE = 1e15
 local function num(x) return string.format('%.17g', x) end
 local function addSpend(key, dw, df, ttl)
   if dw == 0 and df == 0 then return end
-  redis.call('HINCRBY', key, 'w', string.format('%d', dw))
+  -- Most charges and reservations are below one point: their whole part (0) is not sent to the hash.
+  if dw ~= 0 then redis.call('HINCRBY', key, 'w', string.format('%d', dw)) end
   local f = redis.call('HINCRBY', key, 'f', string.format('%d', df))
   if f >= ONE or f < 0 then
     local c = math.floor(f / ONE)
@@ -23,19 +24,24 @@ end
 `;
 
 /**
- * Every admission, settlement and read of one event-loop turn in one call. ARGV is a sequence of operations, each
- * `op, now, lease, x1, x2, x3, x4, n` then `n` rule specs ("kind:a:b:ttl"); each takes the next `n` KEYS.
- *   A (admit):  x1 lease ms, x2 tokens, x3/x4 reservation w/f → {1, r1a, r1b, ...} or {0, index, retryAfterMs}
- *   S (settle): x1 tokens delta, x2/x3 spend delta w/f     → 1
- *   P (peek):                                              → {r1a, r1b, ...}
- * Rule values per kind: rpm/tpm {remaining, reset ms}, concurrency {remaining, 0}, budget {w, f} spent.
- * Each admission is all-or-nothing on its own rules; the operations run in the order the pod issued them.
+ * Every admission, settlement and read of one event-loop turn in one call. Each ARGV entry is one operation, its
+ * fields separated by spaces, so a request adds one short argument and no key:
+ *   G k spec1 .. specn                        a rules list: its counters are KEYS[k+1 .. k+n], its rule specs
+ *                                             ("kind:a:b:ttl"); parsed once, named by its order (1, 2, ..)
+ *   A g now lease leaseMs tokens rw rf       admit on rules list g, reserving tokens and rw/rf spend
+ *                                             → "1 r1a r1b .." or "0 index retryAfterMs"
+ *   S g now lease tokensDelta dw df          settle on rules list g (rpm rules are skipped) → nothing
+ *   P g now                                  read rules list g → "r1a r1b .."
+ * The answer holds one string per A and P, in order. Rule values per kind: rpm/tpm {remaining, reset ms},
+ * concurrency {remaining, 0}, budget {w, f} spent. Each admission is all-or-nothing on its own rules; the
+ * operations run in the order the pod issued them.
  */
 export const BATCH = `${COMMON}
-local function admit(k, n, now, lease, leaseMs, tokens, rw, rf, kinds, lims, bs, ttls)
+local function admit(g, now, lease, leaseMs, tokens, rw, rf)
+  local k, kinds, lims = g.k, g.kinds, g.lims
   local res = {1}
   local nexts = {}
-  for i = 1, n do
+  for i = 1, g.n do
     local key = KEYS[k + i]
     local kind = kinds[i]
     local a = lims[i]
@@ -61,12 +67,12 @@ local function admit(k, n, now, lease, leaseMs, tokens, rw, rf, kinds, lims, bs,
       local v = redis.call('HMGET', key, 'w', 'f')
       local w = tonumber(v[1] or '0')
       local f = tonumber(v[2] or '0')
-      if w > a or (w == a and f >= bs[i]) then return {0, i - 1, '0'} end
+      if w > a or (w == a and f >= g.bs[i]) then return {0, i - 1, '0'} end
       res[2 * i] = string.format('%d', w)
       res[2 * i + 1] = string.format('%d', f)
     end
   end
-  for i = 1, n do
+  for i = 1, g.n do
     local key = KEYS[k + i]
     local kind = kinds[i]
     if kind == 'r' or kind == 't' then
@@ -75,32 +81,33 @@ local function admit(k, n, now, lease, leaseMs, tokens, rw, rf, kinds, lims, bs,
       redis.call('ZADD', key, num(now + leaseMs), lease)
       redis.call('PEXPIRE', key, leaseMs)
     else
-      addSpend(key, rw, rf, ttls[i])
+      addSpend(key, rw, rf, g.ttls[i])
     end
   end
   return res
 end
 
-local function settle(k, n, now, lease, dt, dw, df, kinds, lims, ttls)
-  for i = 1, n do
+local function settle(g, now, lease, dt, dw, df)
+  local k, kinds = g.k, g.kinds
+  for i = 1, g.n do
     local key = KEYS[k + i]
     local kind = kinds[i]
     if kind == 't' and dt ~= 0 then
       local tat = tonumber(redis.call('GET', key) or now)
-      local nx = tat + dt * (W / lims[i])
+      local nx = tat + dt * (W / g.lims[i])
       if nx > now then redis.call('SET', key, num(nx), 'PX', math.ceil(nx - now) + 1000) end
     elseif kind == 'c' then
       redis.call('ZREM', key, lease)
     elseif kind == 'b' then
-      addSpend(key, dw, df, ttls[i])
+      addSpend(key, dw, df, g.ttls[i])
     end
   end
-  return 1
 end
 
-local function peek(k, n, now, kinds, lims)
+local function peek(g, now)
+  local k, kinds, lims = g.k, g.kinds, g.lims
   local res = {}
-  for i = 1, n do
+  for i = 1, g.n do
     local key = KEYS[k + i]
     local kind = kinds[i]
     local a = lims[i]
@@ -122,32 +129,33 @@ local function peek(k, n, now, kinds, lims)
   return res
 end
 
+local groups = {}
 local out = {}
-local k = 0
-local at = 1
-local argc = #ARGV
-while at <= argc do
-  local op = ARGV[at]
-  local now = tonumber(ARGV[at + 1])
-  local lease = ARGV[at + 2]
-  local n = tonumber(ARGV[at + 7])
-  local kinds, lims, bs, ttls = {}, {}, {}, {}
-  for i = 1, n do
-    local kind, a, b, ttl = string.match(ARGV[at + 7 + i], '^(%a):([^:]+):([^:]+):([^:]+)$')
-    kinds[i] = kind
-    lims[i] = tonumber(a)
-    bs[i] = tonumber(b)
-    ttls[i] = tonumber(ttl)
-  end
+for at = 1, #ARGV do
+  local s = ARGV[at]
+  local op = string.sub(s, 1, 1)
   if op == 'A' then
-    out[#out + 1] = admit(k, n, now, lease, tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), tonumber(ARGV[at + 6]), kinds, lims, bs, ttls)
+    local g, now, lease, leaseMs, tokens, rw, rf = string.match(s, '^A (%d+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+    out[#out + 1] = table.concat(admit(groups[tonumber(g)], tonumber(now), lease, tonumber(leaseMs), tonumber(tokens), tonumber(rw), tonumber(rf)), ' ')
   elseif op == 'S' then
-    out[#out + 1] = settle(k, n, now, lease, tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5]), kinds, lims, ttls)
+    local g, now, lease, dt, dw, df = string.match(s, '^S (%d+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
+    settle(groups[tonumber(g)], tonumber(now), lease, tonumber(dt), tonumber(dw), tonumber(df))
+  elseif op == 'G' then
+    local k, specs = string.match(s, '^G (%d+) (.*)$')
+    local g = {k = tonumber(k), n = 0, kinds = {}, lims = {}, bs = {}, ttls = {}}
+    for kind, a, b, ttl in string.gmatch(specs, '(%a):([^: ]+):([^: ]+):([^: ]+)') do
+      local n = g.n + 1
+      g.kinds[n] = kind
+      g.lims[n] = tonumber(a)
+      g.bs[n] = tonumber(b)
+      g.ttls[n] = tonumber(ttl)
+      g.n = n
+    end
+    groups[#groups + 1] = g
   else
-    out[#out + 1] = peek(k, n, now, kinds, lims)
+    local g, now = string.match(s, '^P (%d+) (%S+)$')
+    out[#out + 1] = table.concat(peek(groups[tonumber(g)], tonumber(now)), ' ')
   end
-  k = k + n
-  at = at + 8 + n
 end
 return out
 `;

@@ -57,6 +57,19 @@ async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDow
 
 const reply = () => ({ raw: { setHeader() {} } }) as unknown as FastifyReply;
 
+/** Records each script call the backend sends: its admissions and settlements (one argument each) and its keys. */
+function countCalls(b: RedisBackend): { admit: number; settle: number; keys: number }[] {
+  const calls: { admit: number; settle: number; keys: number }[] = [];
+  const evalsha = b.client.evalsha.bind(b.client) as (...args: unknown[]) => Promise<unknown>;
+  (b.client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = (...args: unknown[]) => {
+    const keys = Number(args[1]);
+    const ops = (args.slice(2 + keys) as string[]).map((a) => a[0]);
+    calls.push({ admit: ops.filter((o) => o === 'A').length, settle: ops.filter((o) => o === 'S').length, keys });
+    return evalsha(...args);
+  };
+  return calls;
+}
+
 async function admit(g: Governor, c: GovernedCall) {
   try {
     return await g.admit(c, reply());
@@ -79,16 +92,11 @@ describe('redis backend', () => {
     const c = world({ limits: { rpm: 1000, tpm: 1_000_000, concurrency: 100 }, budget: { day: '1000', total: '1000' } });
     const b = await backend();
     const g = new Governor({ backend: b });
-    const calls: number[] = [];
-    const evalsha = b.client.evalsha.bind(b.client) as (...args: unknown[]) => Promise<unknown>;
-    // Counts the script calls and their keys: a batch carries every request's rules (5 each).
-    (b.client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = (...args: unknown[]) => {
-      calls.push(Number(args[1]));
-      return evalsha(...args);
-    };
+    const calls = countCalls(b);
     const first = await Promise.all(Array.from({ length: 20 }, () => admit(g, c)));
     expect(first.every((t) => t && !(t instanceof GatewayError))).toBe(true);
-    expect(calls).toEqual([20 * 5]);
+    // The key's 5 rules go in once per call, however many of its requests the call carries.
+    expect(calls).toEqual([{ admit: 20, settle: 0, keys: 5 }]);
     // Twenty settlements queued, then ten admissions in one turn: all of it goes in one call, settlements first.
     for (const t of first) {
       const tk = t as Exclude<(typeof first)[number], GatewayError | undefined>;
@@ -97,12 +105,11 @@ describe('redis backend', () => {
     }
     const second = await Promise.all(Array.from({ length: 10 }, () => admit(g, c)));
     expect(second.every((t) => t && !(t instanceof GatewayError))).toBe(true);
-    // A settlement touches tpm, concurrency and both budgets (rpm has nothing to settle): 4 keys each.
-    expect(calls).toEqual([100, 20 * 4 + 10 * 5]);
+    expect(calls[1]).toEqual({ admit: 10, settle: 20, keys: 5 });
     // Without admissions, settlements go on their own a few ms later, again all in one call.
     for (const t of second) (t as { finish(): void }).finish();
     await new Promise((r) => setTimeout(r, 100));
-    expect(calls).toEqual([100, 130, 10 * 4]);
+    expect(calls.slice(2)).toEqual([{ admit: 0, settle: 10, keys: 5 }]);
     const view = await g.describe(c.key);
     expect(view.limits.find((l) => l.kind === 'concurrency')!.remaining).toBe(100);
     // 20 charged at 0.001; the 10 unbilled gave their reservations back.
@@ -113,15 +120,10 @@ describe('redis backend', () => {
     const c = world({ limits: { rpm: 1000 } });
     const b = await backend();
     const g = new Governor({ backend: b });
-    const calls: number[] = [];
-    const evalsha = b.client.evalsha.bind(b.client) as (...args: unknown[]) => Promise<unknown>;
-    (b.client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = (...args: unknown[]) => {
-      calls.push(Number(args[1]));
-      return evalsha(...args);
-    };
+    const calls = countCalls(b);
     const results = await Promise.all(Array.from({ length: 300 }, () => admit(g, c)));
     expect(results.every((t) => t && !(t instanceof GatewayError))).toBe(true);
-    expect(calls).toEqual([256, 44]);
+    expect(calls).toEqual([{ admit: 256, settle: 0, keys: 1 }, { admit: 44, settle: 0, keys: 1 }]);
   });
 
   it('concurrency is exact; a slot never released comes back when its lease ends', async () => {

@@ -1,0 +1,167 @@
+// The Redis limits backend alone, in this process, against the machine's Redis (own key prefix, removed after): the
+// governor with the 13-rule key of bench/limits.ts (key, project and organization × rpm/tpm/concurrency, month and
+// total budgets on key and organization), no HTTP. Two loads per round:
+//   closed loop: `--concurrency` requests in flight, each admitted, then one turn later charged and settled; CPU of
+//     this process per request (user + system) and script calls per request;
+//   open loop: `--rate` admissions per second for `--seconds`, each settled 2 ms after its admission; admission
+//     latency p50/p99 and CPU per request.
+// With `--baseline DIR` (another checkout, e.g. a `git archive` of main with node_modules linked) both versions run
+// in this process, interleaved round by round (every other round in reverse order), and medians are reported.
+//   node bench/limits-redis-backend.ts [--requests 20000] [--concurrency 8] [--rate 1000] [--seconds 3] [--rounds 5]
+//     [--baseline DIR]
+import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import type { FastifyReply } from 'fastify';
+import { generateApiKey } from '../gateway/auth/api-key.ts';
+import type * as GovernorModule from '../gateway/governance/governor.ts';
+import type { GovernedCall, Ticket } from '../gateway/governance/governor.ts';
+import type * as RedisBackendModule from '../gateway/governance/redis-backend.ts';
+import type { LedgerRow } from '../gateway/ledger/row.ts';
+import { compileSnapshot } from '../gateway/snapshot/runtime.ts';
+import { snapshotSchema } from '../gateway/snapshot/schema.ts';
+import { median, Samples } from './stats.ts';
+
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '20000' },
+    concurrency: { type: 'string', default: '8' },
+    rate: { type: 'string', default: '1000' },
+    seconds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '5' },
+    redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+    baseline: { type: 'string' },
+  },
+});
+const requests = Number(values.requests);
+const concurrency = Number(values.concurrency);
+const rate = Number(values.rate);
+const seconds = Number(values.seconds);
+const prefix = `tollgate-bench:${randomUUID()}:`;
+const HIGH = { rpm: 1_000_000_000, tpm: 1_000_000_000, concurrency: 1_000_000 };
+const BUDGET = { month: '1000000000', total: '1000000000' };
+const row = { input: 20, output: 30, cacheRead: 0, cacheWrite: 0, costPoints: '0.0000213' } as LedgerRow;
+const reply = { raw: { setHeader() {} } } as unknown as FastifyReply;
+
+interface Governed {
+  admit(call: GovernedCall, reply: FastifyReply): Ticket | Promise<Ticket> | undefined;
+  close(): Promise<void>;
+}
+
+interface Version {
+  name: string;
+  gov: Governed;
+  calls: number;
+  call: GovernedCall;
+}
+
+/** The governor and Redis backend of the checkout at `dir`, with the 13-rule key. */
+async function load(name: string, dir: string): Promise<Version> {
+  const { Governor } = (await import(resolve(dir, 'gateway/governance/governor.ts'))) as typeof GovernorModule;
+  const { RedisBackend } = (await import(resolve(dir, 'gateway/governance/redis-backend.ts'))) as typeof RedisBackendModule;
+  const k = generateApiKey();
+  const s = compileSnapshot(
+    snapshotSchema.parse({
+      providers: [{ id: 'p', baseUrl: 'http://127.0.0.1:9/v1' }],
+      pricingGroups: [{ id: 'g', mode: 'flat_tokens', prices: { input: '0.15', output: '0.6' } }],
+      models: [{ id: 'm', pricingGroup: 'g', protocols: { openai: [{ provider: 'p', model: 'a' }] } }],
+      organizations: [{ id: `o-${name}`, models: ['*'], limits: HIGH, budget: BUDGET, projects: [{ id: 'p', limits: HIGH }] }],
+      apiKeys: [{ id: `k-${name}`, hash: k.hash, prefix: k.prefix, organization: `o-${name}`, project: 'p', limits: HIGH, budget: BUDGET }],
+    }),
+  );
+  const model = s.byName.get('m')!;
+  const v: Version = { name, gov: undefined as unknown as Governed, calls: 0, call: { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! } };
+  const backend = new RedisBackend({ url: values.redis, prefix, onBatch: () => v.calls++ });
+  await backend.ready();
+  v.gov = new Governor({ backend });
+  return v;
+}
+
+const turn = () => new Promise<void>((r) => setImmediate(r));
+const cpuNow = () => {
+  const c = process.cpuUsage();
+  return c.user + c.system;
+};
+
+/** Closed loop: µs CPU and script calls per request. */
+async function closed(v: Version): Promise<{ cpuUs: number; calls: number }> {
+  let left = requests;
+  const c0 = cpuNow();
+  const k0 = v.calls;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (left-- > 0) {
+        const t = (await v.gov.admit(v.call, reply)) as Ticket;
+        await turn();
+        t.charged(row);
+        t.finish();
+      }
+    }),
+  );
+  return { cpuUs: (cpuNow() - c0) / requests, calls: (v.calls - k0) / requests };
+}
+
+/** Open loop at `rate`/s: admission latency and µs CPU per request. */
+async function open(v: Version): Promise<{ p50: number; p99: number; cpuUs: number; calls: number }> {
+  const n = Math.round(rate * seconds);
+  const lat = new Samples();
+  const pending: Promise<void>[] = [];
+  const c0 = cpuNow();
+  const k0 = v.calls;
+  const start = performance.now();
+  for (let i = 0; i < n; i++) {
+    const due = start + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const t0 = performance.now();
+    pending.push(
+      Promise.resolve(v.gov.admit(v.call, reply)).then(async (t) => {
+        lat.add(performance.now() - t0);
+        await new Promise((r) => setTimeout(r, 2));
+        t!.charged(row);
+        t!.finish();
+      }),
+    );
+  }
+  await Promise.all(pending);
+  const s = lat.summary();
+  return { p50: s.p50, p99: s.p99, cpuUs: (cpuNow() - c0) / n, calls: (v.calls - k0) / n };
+}
+
+const versions = [await load('current', '.')];
+if (values.baseline) versions.push(await load('baseline', values.baseline));
+try {
+  for (const v of versions) await closed(v); // warm-up
+  const results = new Map(versions.map((v) => [v.name, [] as { closedCpuUs: number; closedCalls: number; openCpuUs: number; openCalls: number; p50: number; p99: number }[]]));
+  for (let round = 0; round < Number(values.rounds); round++) {
+    const order = round % 2 === 0 ? versions : [...versions].reverse();
+    for (const v of order) {
+      const c = await closed(v);
+      const o = await open(v);
+      results.get(v.name)!.push({ closedCpuUs: c.cpuUs, closedCalls: c.calls, openCpuUs: o.cpuUs, openCalls: o.calls, p50: o.p50, p99: o.p99 });
+    }
+  }
+  console.log(`closed loop: ${requests} requests at concurrency ${concurrency}; open loop: ${rate}/s for ${seconds} s; ${values.rounds} rounds, medians`);
+  console.table(
+    versions.map((v) => {
+      const r = results.get(v.name)!;
+      const m = (f: (x: (typeof r)[number]) => number, d = 1) => +median(r.map(f)).toFixed(d);
+      return { version: v.name, 'closed µs/req': m((x) => x.closedCpuUs), 'closed calls/req': m((x) => x.closedCalls, 3), 'open µs/req': m((x) => x.openCpuUs), 'open calls/req': m((x) => x.openCalls, 3), 'open p50 ms': m((x) => x.p50, 3), 'open p99 ms': m((x) => x.p99, 3) };
+    }),
+  );
+  if (versions.length === 2) {
+    const [a, b] = versions.map((v) => results.get(v.name)!);
+    console.log('per round, current − baseline, closed µs/req:', a.map((x, i) => +(x.closedCpuUs - b[i].closedCpuUs).toFixed(1)).join(' '), '; open µs/req:', a.map((x, i) => +(x.openCpuUs - b[i].openCpuUs).toFixed(1)).join(' '));
+  }
+} finally {
+  for (const v of versions) await v.gov.close();
+  const redis = new Redis(values.redis);
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+  redis.disconnect();
+}
