@@ -98,6 +98,9 @@ export class RedisBackend implements CounterBackend {
   private readonly localLeases = new Set<string>();
   /** Spend accrued while degraded, per counter (with its ttl), added to Redis on recovery. */
   private readonly pending = new Map<string, { units: bigint; ttl: number }>();
+  /** Settlements whose call failed: Redis may or may not have run them, so they are sent again (they count once). */
+  private replays: SettleInput[] = [];
+  private retry: NodeJS.Timeout | undefined;
   degraded = false;
   private readonly settleDelayMs: number;
   private readonly built = new WeakMap<readonly (string | undefined)[], Prebuilt>();
@@ -247,8 +250,8 @@ export class RedisBackend implements CounterBackend {
   private failed(op: Op): void {
     if (op.kind === 'A') op.resolve(this.admitLocally(op.a));
     else if (op.kind === 'S') {
-      // The slot expires with its lease; the spend goes to Redis when it is back (and the ledger has it anyway).
-      this.addPending(op.s.rules, op.s.spendKeys, op.s.spendDelta);
+      // Sent again on recovery: the connection may have dropped after Redis ran it, and its mark makes it count once.
+      this.replays.push(op.s);
     } else void this.local.peek(op.rules, op.spendKeys, op.now).then(op.resolve);
   }
 
@@ -312,20 +315,33 @@ export class RedisBackend implements CounterBackend {
   }
 
   private async flushPending(): Promise<void> {
+    if (this.retry !== undefined) {
+      clearTimeout(this.retry);
+      this.retry = undefined;
+    }
     const entries = [...this.pending];
     this.pending.clear();
-    for (const [key, p] of entries) {
+    for (let i = 0; i < entries.length; i++) {
+      const [key, p] = entries[i];
       const [w, f] = split(p.units);
       try {
         await this.run(S_ADD, [this.prefix + key], [w, f, String(p.ttl)]);
       } catch (err) {
-        const again = this.pending.get(key);
-        if (again) again.units += p.units;
-        else this.pending.set(key, p);
+        // This one and every one after it stay pending, and are tried again shortly (or at the next reconnect).
+        for (const [k, q] of entries.slice(i)) {
+          const again = this.pending.get(k);
+          if (again) again.units += q.units;
+          else this.pending.set(k, q);
+        }
         this.log?.warn({ err: (err as Error).message }, 'redis: spend from the degraded period not added yet');
+        this.retry = setTimeout(() => void this.flushPending(), 1000);
+        this.retry.unref?.();
         return;
       }
     }
+    const replays = this.replays;
+    this.replays = [];
+    for (const s of replays) this.sendSettle(s);
   }
 
   settle(s: SettleInput): void {
@@ -336,12 +352,17 @@ export class RedisBackend implements CounterBackend {
     }
     // The local view keeps the exact spend too (concurrency and tokens there belong to local admissions only).
     if (s.spendDelta !== 0n) for (let i = 0; i < s.rules.length; i++) if (s.rules[i].kind === 'budget') this.local.spend.set(s.spendKeys[i]!, this.local.spent(s.spendKeys[i]!) + s.spendDelta);
-    const p = this.prebuilt(s.rules, s.spendKeys);
-    if (!p.settles) return;
+    if (!this.prebuilt(s.rules, s.spendKeys).settles) return;
     if (this.client.status !== 'ready') {
+      // Never sent: the spend is added on recovery (the slot expires with its lease).
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
       return;
     }
+    this.sendSettle(s);
+  }
+
+  private sendSettle(s: SettleInput): void {
+    const p = this.prebuilt(s.rules, s.spendKeys);
     const b = this.batch(false);
     const [dw, df] = s.spendDelta === 0n ? ZERO : split(s.spendDelta);
     b.argv.push(`S ${b.list(p)} ${s.now} ${s.lease} ${s.tokensDelta} ${dw} ${df}`);
@@ -373,6 +394,7 @@ export class RedisBackend implements CounterBackend {
   }
 
   async close(): Promise<void> {
+    if (this.retry !== undefined) clearTimeout(this.retry);
     await this.drain();
     this.client.removeAllListeners('close');
     this.client.disconnect();

@@ -7,6 +7,8 @@
 const COMMON = `
 local W = 60000
 local EPS = 1e-6
+-- A settlement mark outlives the lease by this much: a settlement sent again after an outage up to then still counts.
+local MARK_GRACE = 600000
 local ONE = 1e15
 local function num(x) return string.format('%.17g', x) end
 local function addSpend(key, dw, df, ttl)
@@ -30,7 +32,8 @@ end
  *                                             ("kind:a:b:ttl"); parsed once, named by its order (1, 2, ..)
  *   A g now lease leaseMs tokens rw rf       admit on rules list g, reserving tokens and rw/rf spend
  *                                             → "1 r1a r1b .." or "0 index retryAfterMs"
- *   S g now lease tokensDelta dw df          settle on rules list g (rpm rules are skipped) → nothing
+ *   S g now lease tokensDelta dw df          settle on rules list g (rpm rules are skipped) → nothing; tokens and
+ *                                             spend count once per lease (a mark set by A), a slot is freed always
  *   P g now                                  read rules list g → "r1a r1b .."
  * The answer holds one string per A and P, in order. Rule values per kind: rpm/tpm {remaining, reset ms},
  * concurrency {remaining, 0}, budget {w, f} spent. Each admission is all-or-nothing on its own rules; the
@@ -72,6 +75,9 @@ local function admit(g, now, lease, leaseMs, tokens, rw, rf)
       res[2 * i + 1] = string.format('%d', f)
     end
   end
+  -- The request's settlement mark: its settlement applies only while the mark exists, so one sent again after a
+  -- lost answer (the connection dropped after Redis ran it) is not counted twice.
+  if g.settles then redis.call('SET', KEYS[k + 1] .. '|s|' .. lease, '1', 'PX', leaseMs + MARK_GRACE) end
   for i = 1, g.n do
     local key = KEYS[k + i]
     local kind = kinds[i]
@@ -89,6 +95,10 @@ end
 
 local function settle(g, now, lease, dt, dw, df)
   local k, kinds = g.k, g.kinds
+  -- Tokens and spend only once per admission (see the mark in admit); the slot is released whatever.
+  if redis.call('DEL', KEYS[k + 1] .. '|s|' .. lease) == 0 then
+    dt, dw, df = 0, 0, 0
+  end
   for i = 1, g.n do
     local key = KEYS[k + i]
     local kind = kinds[i]
@@ -142,9 +152,10 @@ for at = 1, #ARGV do
     settle(groups[tonumber(g)], tonumber(now), lease, tonumber(dt), tonumber(dw), tonumber(df))
   elseif op == 'G' then
     local k, specs = string.match(s, '^G (%d+) (.*)$')
-    local g = {k = tonumber(k), n = 0, kinds = {}, lims = {}, bs = {}, ttls = {}}
+    local g = {k = tonumber(k), n = 0, kinds = {}, lims = {}, bs = {}, ttls = {}, settles = false}
     for kind, a, b, ttl in string.gmatch(specs, '(%a):([^: ]+):([^: ]+):([^: ]+)') do
       local n = g.n + 1
+      if kind ~= 'r' then g.settles = true end
       g.kinds[n] = kind
       g.lims[n] = tonumber(a)
       g.bs[n] = tonumber(b)

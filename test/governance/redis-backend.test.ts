@@ -188,6 +188,42 @@ describe('redis backend', () => {
     expect(await admit(g, c)).toMatchObject({ kind: 'quota_exceeded' });
   });
 
+  it('counts a settlement once when its answer was lost after Redis ran it, and sends it again when it was not run', async () => {
+    const c = world({ limits: { concurrency: 5 }, budget: { total: '100' } });
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    // The next call that carries a settlement runs in Redis, then fails as a dropped connection would.
+    const evalsha = b.client.evalsha.bind(b.client) as (...args: unknown[]) => Promise<unknown>;
+    let mode: 'ran' | 'not-run' | undefined;
+    (b.client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = async (...args: unknown[]) => {
+      const settles = (args.slice(2 + Number(args[1])) as string[]).some((a) => a[0] === 'S');
+      const m = settles ? mode : undefined;
+      if (m) mode = undefined;
+      if (m === 'not-run') throw new Error('Connection is closed.');
+      const res = await evalsha(...args);
+      if (m === 'ran') throw new Error('Connection is closed.');
+      return res;
+    };
+    const settleOne = async (cost: string, how: 'ran' | 'not-run') => {
+      const t = await admit(g, c);
+      if (t instanceof GatewayError || !t) throw new Error('refused');
+      mode = how;
+      t.charged({ input: 1, output: 1, cacheRead: 0, cacheWrite: 0, costPoints: cost } as LedgerRow);
+      t.finish();
+      await b.drain();
+      expect(b.degraded).toBe(true);
+      // The next answered call ends the degradation and sends the failed settlement again.
+      expect(await g.describe(c.key)).toMatchObject({ backend: 'redis' });
+      await b.drain();
+      expect(b.degraded).toBe(false);
+    };
+    await settleOne('0.25', 'ran');
+    await settleOne('0.5', 'not-run');
+    expect((await g.describe(c.key)).budgets[0].spent).toBe('0.75');
+    // Both slots were given back.
+    expect((await g.describe(c.key)).limits.find((l: { kind: string }) => l.kind === 'concurrency')).toMatchObject({ remaining: 5 });
+  });
+
   it('serves from the local view while Redis is cut, then shares again; fail-closed refuses rates meanwhile', async () => {
     const proxy = await startTcpProxy(REDIS);
     const url = `redis://127.0.0.1:${proxy.port}`;
