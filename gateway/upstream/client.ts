@@ -3,6 +3,7 @@ import { Agent, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
 import { ADAPTERS } from '../protocols/index.ts';
+import type { Abortable } from './abort-switch.ts';
 import type { RuntimeProvider } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
 import { ResponseHandler } from './response.ts';
@@ -20,7 +21,7 @@ export interface UpstreamRequest {
   contentType?: string;
   /** Client headers the protocol allows through (anthropic-version, anthropic-beta, traceparent). */
   passHeaders?: Record<string, string>;
-  signal: AbortSignal;
+  signal: Abortable;
 }
 
 export class UpstreamClient {
@@ -134,7 +135,7 @@ function prepared(provider: RuntimeProvider): Prepared {
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** Maps a transport failure to 502 or 504; the message names the provider, never its address or credential. */
-export function upstreamError(err: unknown, providerId: string, signal?: AbortSignal): GatewayError {
+export function upstreamError(err: unknown, providerId: string, signal?: Abortable): GatewayError {
   if (err instanceof GatewayError) return err;
   const code = (err as { code?: string }).code ?? '';
   if (TIMEOUT_CODES.has(code) || err instanceof TimeoutError || (signal?.aborted && signal.reason instanceof TimeoutError)) {
