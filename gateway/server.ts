@@ -7,6 +7,7 @@ import { GatewayError, renderError } from './errors.ts';
 import { bodyTimeouts, clientErrorHandler, notFoundHandler, RouteTable } from './http/framework-errors.ts';
 import type { BodyTimeouts } from './http/framework-errors.ts';
 import { stripQueryKey } from './http/query-key.ts';
+import { requestLogger } from './http/request-logger.ts';
 import { replyError } from './http/reply-error.ts';
 import { registerChatRoutes } from './routes/chat.ts';
 import { registerEmbeddingsRoutes } from './routes/embeddings.ts';
@@ -52,6 +53,8 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     loggerInstance: opts.logger,
     // One access line per request is ours to write (without bodies or keys); fastify's own request logs stay off.
     logController: new LogController({ disableRequestLogging: true }),
+    // req.log / reply.log: the request's pino child is made only when something logs through it.
+    childLoggerFactory: requestLogger,
     bodyLimit: opts.maxBodyBytes,
     genReqId: () => randomUUID(),
     requestIdHeader: false,
