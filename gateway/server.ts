@@ -8,6 +8,7 @@ import { bodyTimeouts, clientErrorHandler, notFoundHandler, RouteTable } from '.
 import type { BodyTimeouts } from './http/framework-errors.ts';
 import { stripQueryKey } from './http/query-key.ts';
 import { requestLogger } from './http/request-logger.ts';
+import { rememberRouteUrls } from './http/route-url.ts';
 import { replyError } from './http/reply-error.ts';
 import { registerChatRoutes } from './routes/chat.ts';
 import { registerEmbeddingsRoutes } from './routes/embeddings.ts';
@@ -72,6 +73,7 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     },
   });
   // Every body arrives as raw bytes: routes parse what they need and forward the rest untouched.
+  rememberRouteUrls(app);
   instrumentServer(app, opts.telemetry);
   const routes = new RouteTable();
   routes.watch(app);

@@ -10,6 +10,7 @@ import type { LedgerRow } from '../ledger/row.ts';
 import type { StreamMeter } from '../meter/stream-meter.ts';
 import type { RuntimeKey, RuntimeModel, RuntimeProvider, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
+import { routeUrl } from '../http/route-url.ts';
 import { writeAccessLine } from './access-log.ts';
 import { A, operationOf, providerNameOf, requestParams, responseFacts, StreamFacts } from './genai.ts';
 import { parsedBodyOf } from './request-bodies.ts';
@@ -87,7 +88,7 @@ export class LiveExchange implements Exchange {
     this.req = req;
     this.res = res;
     if (t.tracer) {
-      const route = req.routeOptions.url;
+      const route = routeUrl(req);
       const parent = t.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
       const span = t.tracer.startSpan(route ? `${req.method} ${route}` : req.method, { kind: SpanKind.SERVER }, parent);
       if (span.isRecording()) {
@@ -267,7 +268,7 @@ export class LiveExchange implements Exchange {
     const overheadMs = Math.max(0, totalMs - this.upstreamMs);
     const call = this.call;
     const row = this.row;
-    const endpoint = call?.endpoint ?? this.req.routeOptions.url ?? 'unmatched';
+    const endpoint = call?.endpoint ?? routeUrl(this.req) ?? 'unmatched';
     const m = this.t.instruments;
     m.requests.add(1, `${endpoint}\u0000${status}`, () => ({ [A.endpoint]: endpoint, [A.statusCode]: status }));
     let ttftMs: number | undefined;
@@ -291,7 +292,7 @@ export class LiveExchange implements Exchange {
     }
     this.endSpans(status, endpoint, row);
     const log = this.t.log;
-    const route = this.req.routeOptions.url;
+    const route = routeUrl(this.req);
     const level = route !== undefined && HEALTH_ROUTES.has(route) ? 'debug' : status >= 500 ? 'error' : 'info';
     if (log?.isLevelEnabled(level)) {
       writeAccessLine(log, level, {
