@@ -40,17 +40,18 @@ export class UpstreamClient {
     });
   }
 
-  async request(req: UpstreamRequest): Promise<UpstreamResponse> {
-    const p = prepared(req.provider);
-    const url = p.target(req.path);
-    this.connectTimeouts.set(url.origin, req.provider.timeouts.connectMs);
-    // The variable's name helps whoever runs the gateway; its value is never known here, let alone sent.
-    if (req.provider.missingCredential) throw new GatewayError('upstream_unavailable', `Provider "${req.provider.id}" has no credential configured: the gateway's operator has to set the environment variable ${req.provider.missingCredential} and restart.`);
-    const contentType = req.contentType ?? 'application/json';
-    const headers = req.passHeaders ? upstreamHeaders(req, contentType) : p.headers(req.protocol, contentType, () => upstreamHeaders(req, contentType));
+  /** Never throws: every failure is the promise's rejection. Not an async function: one promise per request, not two. */
+  request(req: UpstreamRequest): Promise<UpstreamResponse> {
     try {
-      return await new Promise<UpstreamResponse>((resolve, reject) => {
-        const handler = new ResponseHandler(req.signal, req.body, resolve, reject);
+      const p = prepared(req.provider);
+      const url = p.target(req.path);
+      this.connectTimeouts.set(url.origin, req.provider.timeouts.connectMs);
+      // The variable's name helps whoever runs the gateway; its value is never known here, let alone sent.
+      if (req.provider.missingCredential) throw new GatewayError('upstream_unavailable', `Provider "${req.provider.id}" has no credential configured: the gateway's operator has to set the environment variable ${req.provider.missingCredential} and restart.`);
+      const contentType = req.contentType ?? 'application/json';
+      const headers = req.passHeaders ? upstreamHeaders(req, contentType) : p.headers(req.protocol, contentType, () => upstreamHeaders(req, contentType));
+      return new Promise<UpstreamResponse>((resolve, reject) => {
+        const handler = new ResponseHandler(req.signal, req.body, resolve, (err) => reject(upstreamError(err, req.provider.id, req.signal)));
         try {
           this.agent.dispatch(
             {
@@ -69,7 +70,7 @@ export class UpstreamClient {
         }
       });
     } catch (err) {
-      throw upstreamError(err, req.provider.id, req.signal);
+      return Promise.reject(err as Error);
     }
   }
 
