@@ -7,7 +7,7 @@ import { GatewayError, renderError } from './errors.ts';
 import { bodyTimeouts, clientErrorHandler, notFoundHandler, RouteTable } from './http/framework-errors.ts';
 import type { BodyTimeouts } from './http/framework-errors.ts';
 import { stripQueryKey } from './http/query-key.ts';
-import { requestLogger } from './http/request-logger.ts';
+import { withLazyChildren } from './http/request-logger.ts';
 import { rememberRouteUrls } from './http/route-url.ts';
 import { replyError } from './http/reply-error.ts';
 import { registerChatRoutes } from './routes/chat.ts';
@@ -51,11 +51,10 @@ export function familyOf(url: string): ErrorFamily {
 export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyInstance {
   const timeouts: BodyTimeouts = { jsonMs: opts.bodyTimeouts?.jsonMs ?? DEFAULT_BODY_TIMEOUTS.jsonMs, uploadMs: opts.bodyTimeouts?.uploadMs ?? DEFAULT_BODY_TIMEOUTS.uploadMs };
   const app = Fastify({
-    loggerInstance: opts.logger,
+    // req.log / reply.log: the request's pino child is made only when something logs through it.
+    loggerInstance: withLazyChildren(opts.logger),
     // One access line per request is ours to write (without bodies or keys); fastify's own request logs stay off.
     logController: new LogController({ disableRequestLogging: true }),
-    // req.log / reply.log: the request's pino child is made only when something logs through it.
-    childLoggerFactory: requestLogger,
     bodyLimit: opts.maxBodyBytes,
     genReqId: () => randomUUID(),
     requestIdHeader: false,

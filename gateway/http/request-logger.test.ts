@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { requestLogger } from './request-logger.ts';
+import { requestLogger, withLazyChildren } from './request-logger.ts';
 
 function capture() {
   const lines: Record<string, unknown>[] = [];
@@ -27,5 +27,17 @@ describe('requestLogger', () => {
     r.child({ part: 'x' }).info('shown');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ reqId: 'r-2', part: 'x', msg: 'shown' });
+  });
+
+  it('as the server logger: logs as the logger itself, and its children carry their bindings', () => {
+    const { log, lines } = capture();
+    const server = withLazyChildren(log);
+    server.info({ port: 1 }, 'listening');
+    server.child({ reqId: 'r-3' }).error('failed');
+    expect(server.level).toBe('info');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({ level: 30, port: 1, msg: 'listening' });
+    expect(lines[0]).not.toHaveProperty('reqId');
+    expect(lines[1]).toMatchObject({ level: 50, reqId: 'r-3', msg: 'failed' });
   });
 });
