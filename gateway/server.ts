@@ -7,6 +7,8 @@ import { GatewayError, renderError } from './errors.ts';
 import { bodyTimeouts, clientErrorHandler, notFoundHandler, RouteTable } from './http/framework-errors.ts';
 import type { BodyTimeouts } from './http/framework-errors.ts';
 import { stripQueryKey } from './http/query-key.ts';
+import { withLazyChildren } from './http/request-logger.ts';
+import { rememberRouteUrls } from './http/route-url.ts';
 import { replyError } from './http/reply-error.ts';
 import { registerChatRoutes } from './routes/chat.ts';
 import { registerEmbeddingsRoutes } from './routes/embeddings.ts';
@@ -49,7 +51,8 @@ export function familyOf(url: string): ErrorFamily {
 export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyInstance {
   const timeouts: BodyTimeouts = { jsonMs: opts.bodyTimeouts?.jsonMs ?? DEFAULT_BODY_TIMEOUTS.jsonMs, uploadMs: opts.bodyTimeouts?.uploadMs ?? DEFAULT_BODY_TIMEOUTS.uploadMs };
   const app = Fastify({
-    loggerInstance: opts.logger,
+    // req.log / reply.log: the request's pino child is made only when something logs through it.
+    loggerInstance: withLazyChildren(opts.logger),
     // One access line per request is ours to write (without bodies or keys); fastify's own request logs stay off.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: opts.maxBodyBytes,
@@ -69,6 +72,7 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
     },
   });
   // Every body arrives as raw bytes: routes parse what they need and forward the rest untouched.
+  rememberRouteUrls(app);
   instrumentServer(app, opts.telemetry);
   const routes = new RouteTable();
   routes.watch(app);

@@ -5,6 +5,7 @@ import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError, renderError } from '../errors.ts';
+import { routeUrl } from './route-url.ts';
 
 export type FamilyOf = (url: string) => ErrorFamily;
 
@@ -61,7 +62,7 @@ export function bodyTimeouts(app: FastifyInstance, familyOf: FamilyOf, t: BodyTi
     const raw = req.raw as BodyTimed;
     const h = raw.headers;
     if (raw.complete || (h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0'))) return done();
-    const ms = (req.routeOptions.url ?? '').endsWith('/images/edits') ? t.uploadMs : t.jsonMs;
+    const ms = (routeUrl(req) ?? '').endsWith('/images/edits') ? t.uploadMs : t.jsonMs;
     raw[BODY_TIMER] = setTimeout(bodyTimedOut, ms, req, reply, familyOf, ms);
     // Left attached (the request is done with either): a second call finds no timer.
     raw.on('end', clearBodyTimer);

@@ -57,8 +57,19 @@ function skipWsBack(buf: Buffer, i: number): number {
 
 /** Whether the key string between the quotes at `open` and `close` is `key` (decoding escapes when it has any). */
 function keyIs(buf: Buffer, open: number, close: number, key: string): boolean {
-  const inner = buf.subarray(open + 1, close);
-  if (inner.indexOf(BACKSLASH) === -1) return inner.length === key.length && inner.toString('latin1') === key;
+  // Byte for byte as latin1 text (what comparing a latin1 decoding would do), without a view or a string per key.
+  let plain = true;
+  for (let i = open + 1; i < close; i++) {
+    if (buf[i] === BACKSLASH) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) {
+    if (close - open - 1 !== key.length) return false;
+    for (let i = 0; i < key.length; i++) if (buf[open + 1 + i] !== key.charCodeAt(i)) return false;
+    return true;
+  }
   try {
     return JSON.parse(buf.toString('utf8', open, close + 1)) === key;
   } catch {

@@ -91,6 +91,18 @@ describe('journal', () => {
     expect(readFileSync(join(dir, files()[0]), 'utf8').split('\n').filter(Boolean)).toHaveLength(6);
   });
 
+  it('writes a turn larger than its group buffer, with multi-byte text, byte for byte as the rows serialise', async () => {
+    const { dir, journal, files } = await openJournal();
+    // ~200 KB of UTF-8 in one turn: the group buffer grows mid-turn; the next, small turn reuses a fresh one.
+    const rows = Array.from({ length: 40 }, (_, i) => ledgerRow({ detail: { text: `€${i}`.repeat(1200), emoji: '💸'.repeat(300) } }));
+    await Promise.all(rows.map((r) => journal.record(r)));
+    const small = ledgerRow();
+    await journal.record(small);
+    const expected = [...rows, small].map((r) => JSON.stringify(r) + '\n').join('');
+    expect(readFileSync(join(dir, files()[0]))).toEqual(Buffer.from(expected));
+    expect(journal.health().journalBytes).toBe(Buffer.byteLength(expected));
+  });
+
   it('rejects every row of a failed write and leaves none of them on disk to be billed later', async () => {
     const { dir, journal, files, committed } = await openJournal();
     await journal.record(ledgerRow({ requestId: 'before' }));

@@ -71,6 +71,9 @@ const SEGMENT_NAME = /^(\d{12})-[0-9a-f]{8}\.jsonl$/;
 const REJECTED_FILE = 'rejected.jsonl';
 /** Most characters one group write holds (about 2,000 rows). */
 const GROUP_MAX_CHARS = 1 << 20;
+/** The group buffer's usual size; one grown past RETAINED_GROUP_BYTES by a burst is let go after its write. */
+const GROUP_BYTES = 64 * 1024;
+const RETAINED_GROUP_BYTES = 256 * 1024;
 
 export class Journal {
   private readonly opts: JournalOptions;
@@ -78,7 +81,12 @@ export class Journal {
   private fd = -1;
   /** Rows taken this turn and not yet written: their lines, and the promise they share. */
   private queuedRows: LedgerRow[] = [];
-  private queuedText = '';
+  /**
+   * The turn's lines as UTF-8, encoded as each row is recorded: no string per line with its newline, and no
+   * flattening and copying of the turn's text at the write (garbage on every request otherwise). Reused per write.
+   */
+  private group = Buffer.allocUnsafe(GROUP_BYTES);
+  private groupUsed = 0;
   private queuedBytes = 0;
   private written: Promise<void> | undefined;
   private settleWrite: (() => void) | undefined;
@@ -124,10 +132,10 @@ export class Journal {
     if (this.bytes + this.queuedBytes >= this.opts.maxBytes) {
       throw new LedgerFullError(`ledger journal full: ${this.bytes + this.queuedBytes} bytes pending, bound ${this.opts.maxBytes}`);
     }
-    const line = JSON.stringify(row) + '\n';
-    this.queuedText += line;
+    const json = JSON.stringify(row);
+    this.queueLine(json);
     // Characters, not bytes: the bound check only needs the order of magnitude; the write counts exactly.
-    this.queuedBytes += line.length;
+    this.queuedBytes += json.length + 1;
     this.queuedRows.push(row);
     if (this.written === undefined) {
       this.written = new Promise<void>((resolve, reject) => {
@@ -142,18 +150,33 @@ export class Journal {
     return written;
   }
 
+  /** Appends `json` and its newline to the group buffer, growing it first so the line is encoded whole. */
+  private queueLine(json: string): void {
+    let buf = this.group;
+    // UTF-8 takes at most 3 bytes per UTF-16 code unit.
+    const need = this.groupUsed + json.length * 3 + 1;
+    if (need > buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(need, buf.length * 2));
+      buf.copy(bigger, 0, 0, this.groupUsed);
+      this.group = buf = bigger;
+    }
+    this.groupUsed += buf.write(json, this.groupUsed);
+    buf[this.groupUsed++] = 0x0a;
+  }
+
   /** Writes the rows queued this turn in one write, then settles their shared promise. */
   private readonly writeQueued = (): void => {
     const rows = this.queuedRows;
     if (rows.length === 0) return;
     const resolve = this.settleWrite!;
     const reject = this.failWrite!;
-    const text = this.queuedText;
+    // A view of the group buffer: written synchronously below, before any row of the next group is encoded into it.
+    const buf = this.group.subarray(0, this.groupUsed);
     this.queuedRows = [];
-    this.queuedText = '';
+    this.groupUsed = 0;
     this.queuedBytes = 0;
+    if (this.group.length > RETAINED_GROUP_BYTES) this.group = Buffer.allocUnsafe(GROUP_BYTES);
     this.written = this.settleWrite = this.failWrite = undefined;
-    const buf = Buffer.from(text);
     let seg: Segment;
     try {
       seg = this.current ?? this.openSegment();

@@ -1,5 +1,6 @@
 // Builds the RelayCall a route hands the relay: the fields every route fills the same way are filled here once.
 import type { FastifyRequest } from 'fastify';
+import { routeUrl } from '../http/route-url.ts';
 import type { ProtocolAdapter } from '../protocols/adapter.ts';
 import type { RelayCall } from './relay.ts';
 
@@ -23,7 +24,7 @@ export function relayCall(req: FastifyRequest, client: ProtocolAdapter, spec: Ca
 
 /** The route's path pattern (what the ledger and metrics record as the endpoint), never the raw URL with ids in it. */
 export function routePath(req: FastifyRequest): string {
-  return req.routeOptions.url ?? req.url.split('?')[0];
+  return routeUrl(req) ?? req.url.split('?')[0];
 }
 
 /** The client's W3C trace context, passed upstream so one trace spans the gateway and the provider. */

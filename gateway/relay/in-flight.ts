@@ -6,19 +6,24 @@ export class DrainCutError extends Error {
   }
 }
 
+/** A relay's cancellation (its AbortSwitch; anything with the same abort). */
+export interface Cuttable {
+  abort(reason?: unknown): void;
+}
+
 export class InFlight {
-  private readonly open = new Set<AbortController>();
+  private readonly open = new Set<Cuttable>();
   private idle: (() => void) | undefined;
   private cutReason: DrainCutError | undefined;
 
   /** A relay starts: `controller` aborts its upstream exchange (at once when the cut already came). */
-  add(controller: AbortController): void {
+  add(controller: Cuttable): void {
     this.open.add(controller);
     if (this.cutReason) controller.abort(this.cutReason);
   }
 
   /** A relay is done, its row journaled or refused. */
-  delete(controller: AbortController): void {
+  delete(controller: Cuttable): void {
     if (this.open.delete(controller) && this.open.size === 0) this.idle?.();
   }
 

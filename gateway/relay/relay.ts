@@ -22,6 +22,7 @@ import type { Protocol } from '../snapshot/schema.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { isTimeout, TimeoutError, upstreamError } from '../upstream/client.ts';
 import { redactBody } from '../upstream/redact.ts';
+import { AbortSwitch } from '../upstream/abort-switch.ts';
 import type { Exchange } from '../telemetry/exchange.ts';
 import { telemetryOf } from '../telemetry/request-hook.ts';
 import type { Governor, Ticket } from '../governance/governor.ts';
@@ -83,15 +84,15 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   // In-process counters answer synchronously: no await (and no microtask) then.
   const ticket = admission instanceof Promise ? await admission : admission;
   if (ticket) deps = governed(deps, ticket);
-  const controller = new AbortController();
+  const controller = new AbortSwitch();
   deps.inflight?.add(controller);
   const totalMs = call.targets[0].provider.timeouts.totalMs;
-  const total = setTimeout(() => controller.abort(new TimeoutError()), totalMs);
+  const total = setTimeout(timeUp, totalMs, controller);
   const raw = reply.raw;
   const tel = telemetryOf(reply);
   let clientGone = false;
   // A cut at the drain budget counts as the client leaving: the relay bills what it relayed and writes nothing more.
-  const gone = () => clientGone || (controller.signal.aborted && controller.signal.reason instanceof DrainCutError);
+  const gone = () => clientGone || (controller.aborted && controller.reason instanceof DrainCutError);
   const onClose = () => {
     if (raw.writableFinished) return;
     clientGone = true;
@@ -112,16 +113,16 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
     let res: UpstreamResponse;
     for (;;) {
       try {
-        res = await sendWithRetries(deps.upstream, deps.health ?? defaultRegistry, call.model.policy, call, controller.signal, deadline, tel, onAttempt);
+        res = await sendWithRetries(deps.upstream, deps.health ?? defaultRegistry, call.model.policy, call, controller, deadline, tel, onAttempt);
       } catch (err) {
         // Every attempt that threw has already given back its concurrency slot.
         health = undefined;
-        const next = err instanceof ExhaustedError && !controller.signal.aborted ? call.fallback?.() : undefined;
+        const next = err instanceof ExhaustedError && !controller.aborted ? call.fallback?.() : undefined;
         if (!next) throw err;
         call = next;
         continue;
       }
-      if (!retryableStatus(res.statusCode) || controller.signal.aborted) break;
+      if (!retryableStatus(res.statusCode) || controller.aborted) break;
       const next = call.fallback?.();
       if (!next) break;
       tel.upstreamDone();
@@ -136,7 +137,7 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
     if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, gone, controller, attempts);
     else await relayJson(deps, call, target, res, reply, gone, attempts);
   } catch (err) {
-    const gerr = err instanceof GatewayError ? err : upstreamError(err, current?.provider.id ?? 'unknown', controller.signal);
+    const gerr = err instanceof GatewayError ? err : upstreamError(err, current?.provider.id ?? 'unknown', controller);
     if (!reply.sent && !raw.headersSent) replyError(reply, call.family, gerr, call.requestId);
   } finally {
     clearTimeout(total);
@@ -146,6 +147,11 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
     tel.relayEnd();
     ticket?.finish();
   }
+}
+
+/** The total timeout (a module function and the timer's argument: no closure per request). */
+function timeUp(controller: AbortSwitch): void {
+  controller.abort(new TimeoutError());
 }
 
 /** The ledger sink that also tells the ticket the exact charge (a governed request only). */
@@ -266,7 +272,7 @@ async function relayStream(
   res: UpstreamResponse,
   reply: FastifyReply,
   gone: () => boolean,
-  controller: AbortController,
+  controller: AbortSwitch,
   attempts: number,
 ): Promise<void> {
   const raw: ServerResponse = reply.raw;
@@ -344,7 +350,7 @@ async function relayStream(
   if (failure === undefined) {
     if (ended) {
       // After the stream started, a cut is a broken stream, not an unreachable upstream; a deadline is a timeout.
-      if (!(gone() && controller.signal.aborted)) failure = isTimeout(ended) || controller.signal.aborted ? upstreamError(ended, target.provider.id, controller.signal) : new GatewayError('upstream_unavailable', `The upstream stream broke (provider "${target.provider.id}").`);
+      if (!(gone() && controller.aborted)) failure = isTimeout(ended) || controller.aborted ? upstreamError(ended, target.provider.id, controller) : new GatewayError('upstream_unavailable', `The upstream stream broke (provider "${target.provider.id}").`);
     } else {
       tap.end();
       if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);

@@ -6,6 +6,7 @@ import { GatewayError } from '../errors.ts';
 import type { UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
 import type { Exchange, ExchangeCall } from '../telemetry/exchange.ts';
+import type { Abortable } from '../upstream/abort-switch.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { isTimeout, upstreamError } from '../upstream/client.ts';
 import { backoffMs, pause, retryAfterMs } from './backoff.ts';
@@ -47,7 +48,7 @@ export async function sendWithRetries(
   registry: HealthRegistry,
   policy: RoutingPolicy,
   call: AttemptCall,
-  signal: AbortSignal,
+  signal: Abortable,
   deadline: number,
   tel: Exchange,
   onAttempt: OnAttempt,

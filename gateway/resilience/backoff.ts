@@ -1,5 +1,7 @@
 // How long to wait before the next attempt: full-jitter exponential backoff, or the upstream's retry-after.
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Abortable } from '../upstream/abort-switch.ts';
+import { watchAbort } from '../upstream/abort-switch.ts';
 import type { RoutingPolicy } from './policy.ts';
 
 /** Full jitter: uniform in [0, min(max, base·2^(attempt-1))], so a burst of clients does not retry in step. */
@@ -24,18 +26,19 @@ export function retryAfterMs(headers: IncomingHttpHeaders, now = Date.now()): nu
 }
 
 /** Resolves after `ms`, or at once (false) when `signal` aborts first. */
-export function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+export function pause(ms: number, signal: Abortable): Promise<boolean> {
   if (signal.aborted) return Promise.resolve(false);
   if (ms <= 0) return Promise.resolve(true);
   return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(t);
-      resolve(false);
-    };
     const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
+      unwatch();
       resolve(true);
     }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
+    const unwatch = watchAbort(signal, {
+      onAbort() {
+        clearTimeout(t);
+        resolve(false);
+      },
+    });
   });
 }

@@ -122,6 +122,26 @@ describe('access line blocks', () => {
     }
   });
 
+  it('writes a line longer than a block alone and whole, after the lines before it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
+    const path = join(dir, 'out.log');
+    const fd = openSync(path, 'w');
+    try {
+      const blocks = new LineBlocks(fd, 60_000);
+      const short = JSON.stringify({ n: 1 }) + '\n';
+      const long = JSON.stringify({ model: 'é'.repeat(3000) }) + '\n';
+      blocks.write(short);
+      blocks.write(long);
+      expect(readFileSync(path, 'utf8')).toBe(short + long);
+      blocks.write(short);
+      blocks.flush();
+      expect(readFileSync(path, 'utf8')).toBe(short + long + short);
+    } finally {
+      closeSync(fd);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('is a pino destination: lines of the logger land in it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-access-'));
     const path = join(dir, 'out.log');

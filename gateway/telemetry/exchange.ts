@@ -10,6 +10,7 @@ import type { LedgerRow } from '../ledger/row.ts';
 import type { StreamMeter } from '../meter/stream-meter.ts';
 import type { RuntimeKey, RuntimeModel, RuntimeProvider, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
+import { routeUrl } from '../http/route-url.ts';
 import { writeAccessLine } from './access-log.ts';
 import { A, operationOf, providerNameOf, requestParams, responseFacts, StreamFacts } from './genai.ts';
 import { parsedBodyOf } from './request-bodies.ts';
@@ -87,7 +88,7 @@ export class LiveExchange implements Exchange {
     this.req = req;
     this.res = res;
     if (t.tracer) {
-      const route = req.routeOptions.url;
+      const route = routeUrl(req);
       const parent = t.propagator.extract(ROOT_CONTEXT, req.headers, defaultTextMapGetter);
       const span = t.tracer.startSpan(route ? `${req.method} ${route}` : req.method, { kind: SpanKind.SERVER }, parent);
       if (span.isRecording()) {
@@ -267,21 +268,16 @@ export class LiveExchange implements Exchange {
     const overheadMs = Math.max(0, totalMs - this.upstreamMs);
     const call = this.call;
     const row = this.row;
-    const endpoint = call?.endpoint ?? this.req.routeOptions.url ?? 'unmatched';
+    const endpoint = call?.endpoint ?? routeUrl(this.req) ?? 'unmatched';
     const m = this.t.instruments;
-    m.requests.add(1, `${endpoint}\u0000${status}`, () => ({ [A.endpoint]: endpoint, [A.statusCode]: status }));
+    const r = requestSeries(endpoint, status);
+    m.requests.add(1, r.key, r.attrs);
     let ttftMs: number | undefined;
     if (call) {
       const errorType = status >= 400 ? this.errorType : undefined;
-      const modelId = call.model.id;
-      const key = `d\u0000${call.protocol}\u0000${modelId}\u0000${status}\u0000${errorType ?? ''}`;
-      const attrs = (): Attributes => {
-        const a: Attributes = { [A.operation]: operationOf(call.protocol), [A.provider]: providerNameOf(call.protocol), [A.requestModel]: modelId, [A.statusCode]: status };
-        if (errorType) a[A.errorType] = errorType;
-        return a;
-      };
+      const { key, attrs } = durationSeries(modelSeries(call), status, errorType);
       m.requestDuration.record(totalMs / 1000, key, attrs);
-      m.overhead.record(overheadMs / 1000, endpoint, () => ({ [A.endpoint]: endpoint }));
+      m.overhead.record(overheadMs / 1000, endpoint, r.endpointAttrs);
       if (call.stream && this.firstByteAt > 0) {
         ttftMs = this.firstByteAt - this.start;
         m.timeToFirstToken.record(ttftMs / 1000, key, attrs);
@@ -291,7 +287,7 @@ export class LiveExchange implements Exchange {
     }
     this.endSpans(status, endpoint, row);
     const log = this.t.log;
-    const route = this.req.routeOptions.url;
+    const route = routeUrl(this.req);
     const level = route !== undefined && HEALTH_ROUTES.has(route) ? 'debug' : status >= 500 ? 'error' : 'info';
     if (log?.isLevelEnabled(level)) {
       writeAccessLine(log, level, {
@@ -317,12 +313,12 @@ export class LiveExchange implements Exchange {
 
   private countRow(call: ExchangeCall, row: LedgerRow): void {
     const m = this.t.instruments;
-    const modelId = call.model.id;
-    const tokens = (type: 'input' | 'output') => (): Attributes => ({ [A.operation]: operationOf(call.protocol), [A.provider]: providerNameOf(call.protocol), [A.requestModel]: modelId, [A.tokenType]: type });
-    m.tokenUsage.record(row.input + row.cacheRead + row.cacheWrite, `${call.protocol}\u0000${modelId}\u0000input`, tokens('input'));
-    m.tokenUsage.record(row.output, `${call.protocol}\u0000${modelId}\u0000output`, tokens('output'));
+    const s = modelSeries(call);
+    m.tokenUsage.record(row.input + row.cacheRead + row.cacheWrite, s.input.key, s.input.attrs);
+    m.tokenUsage.record(row.output, s.output.key, s.output.attrs);
     // A float sum for dashboards; the exact decimal stays in the ledger.
-    m.costPoints.add(Number(row.costPoints), `${row.organization}\u0000${modelId}`, () => ({ [A.organization]: row.organization, [A.requestModel]: modelId }));
+    const c = costSeries(s, row.organization);
+    m.costPoints.add(Number(row.costPoints), c.key, c.attrs);
   }
 
   private endSpans(status: number, endpoint: string, row: LedgerRow | undefined): void {
@@ -355,6 +351,85 @@ export class LiveExchange implements Exchange {
     if (typeof tp !== 'string') return undefined;
     return TRACEPARENT.exec(tp)?.[1];
   }
+}
+
+// Metric series keys and attribute builders repeat on every request of a route or model: each is built once (per
+// model object, so a new snapshot starts afresh), not as strings and closures on every request.
+interface Series {
+  key: string;
+  attrs: () => Attributes;
+}
+
+interface RequestSeries extends Series {
+  endpointAttrs: () => Attributes;
+}
+
+interface ModelSeries {
+  protocol: Protocol;
+  modelId: string;
+  input: Series;
+  output: Series;
+  /** Duration series by status, of answers without an error type... */
+  durations: Map<number, Series>;
+  /** ...and of those with one (`status\u0000errorType`). */
+  failures: Map<string, Series>;
+  costs: Map<string, Series>;
+}
+
+const requestSeriesOf = new Map<string, Map<number, RequestSeries>>();
+const modelSeriesOf = new WeakMap<RuntimeModel, Partial<Record<Protocol, ModelSeries>>>();
+
+function requestSeries(endpoint: string, status: number): RequestSeries {
+  let byStatus = requestSeriesOf.get(endpoint);
+  if (!byStatus) requestSeriesOf.set(endpoint, (byStatus = new Map()));
+  let s = byStatus.get(status);
+  if (!s) {
+    const endpointAttrs = (): Attributes => ({ [A.endpoint]: endpoint });
+    byStatus.set(status, (s = { key: `${endpoint}\u0000${status}`, attrs: () => ({ [A.endpoint]: endpoint, [A.statusCode]: status }), endpointAttrs }));
+  }
+  return s;
+}
+
+function modelSeries(call: ExchangeCall): ModelSeries {
+  let byProtocol = modelSeriesOf.get(call.model);
+  if (!byProtocol) modelSeriesOf.set(call.model, (byProtocol = {}));
+  const protocol = call.protocol;
+  let s = byProtocol[protocol];
+  if (!s) {
+    const modelId = call.model.id;
+    const tokens = (type: 'input' | 'output'): Series => ({
+      key: `${protocol}\u0000${modelId}\u0000${type}`,
+      attrs: () => ({ [A.operation]: operationOf(protocol), [A.provider]: providerNameOf(protocol), [A.requestModel]: modelId, [A.tokenType]: type }),
+    });
+    byProtocol[protocol] = s = { protocol, modelId, input: tokens('input'), output: tokens('output'), durations: new Map(), failures: new Map(), costs: new Map() };
+  }
+  return s;
+}
+
+function durationSeries(m: ModelSeries, status: number, errorType: string | undefined): Series {
+  const k = errorType ? `${status}\u0000${errorType}` : undefined;
+  let s = k === undefined ? m.durations.get(status) : m.failures.get(k);
+  if (!s) {
+    const { protocol, modelId } = m;
+    const attrs = (): Attributes => {
+      const a: Attributes = { [A.operation]: operationOf(protocol), [A.provider]: providerNameOf(protocol), [A.requestModel]: modelId, [A.statusCode]: status };
+      if (errorType) a[A.errorType] = errorType;
+      return a;
+    };
+    s = { key: `d\u0000${protocol}\u0000${modelId}\u0000${status}\u0000${errorType ?? ''}`, attrs };
+    if (k === undefined) m.durations.set(status, s);
+    else m.failures.set(k, s);
+  }
+  return s;
+}
+
+function costSeries(m: ModelSeries, organization: string): Series {
+  let s = m.costs.get(organization);
+  if (!s) {
+    const modelId = m.modelId;
+    m.costs.set(organization, (s = { key: `${organization}\u0000${modelId}`, attrs: () => ({ [A.organization]: organization, [A.requestModel]: modelId }) }));
+  }
+  return s;
 }
 
 function hostOf(p: RuntimeProvider): { address: string; port: number } {

@@ -3,6 +3,7 @@ import { Agent, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
 import { ADAPTERS } from '../protocols/index.ts';
+import type { Abortable } from './abort-switch.ts';
 import type { RuntimeProvider } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
 import { ResponseHandler } from './response.ts';
@@ -20,7 +21,7 @@ export interface UpstreamRequest {
   contentType?: string;
   /** Client headers the protocol allows through (anthropic-version, anthropic-beta, traceparent). */
   passHeaders?: Record<string, string>;
-  signal: AbortSignal;
+  signal: Abortable;
 }
 
 export class UpstreamClient {
@@ -39,17 +40,18 @@ export class UpstreamClient {
     });
   }
 
-  async request(req: UpstreamRequest): Promise<UpstreamResponse> {
-    const p = prepared(req.provider);
-    const url = p.target(req.path);
-    this.connectTimeouts.set(url.origin, req.provider.timeouts.connectMs);
-    // The variable's name helps whoever runs the gateway; its value is never known here, let alone sent.
-    if (req.provider.missingCredential) throw new GatewayError('upstream_unavailable', `Provider "${req.provider.id}" has no credential configured: the gateway's operator has to set the environment variable ${req.provider.missingCredential} and restart.`);
-    const contentType = req.contentType ?? 'application/json';
-    const headers = req.passHeaders ? upstreamHeaders(req, contentType) : p.headers(req.protocol, contentType, () => upstreamHeaders(req, contentType));
+  /** Never throws: every failure is the promise's rejection. Not an async function: one promise per request, not two. */
+  request(req: UpstreamRequest): Promise<UpstreamResponse> {
     try {
-      return await new Promise<UpstreamResponse>((resolve, reject) => {
-        const handler = new ResponseHandler(req.signal, req.body, resolve, reject);
+      const p = prepared(req.provider);
+      const url = p.target(req.path);
+      this.connectTimeouts.set(url.origin, req.provider.timeouts.connectMs);
+      // The variable's name helps whoever runs the gateway; its value is never known here, let alone sent.
+      if (req.provider.missingCredential) throw new GatewayError('upstream_unavailable', `Provider "${req.provider.id}" has no credential configured: the gateway's operator has to set the environment variable ${req.provider.missingCredential} and restart.`);
+      const contentType = req.contentType ?? 'application/json';
+      const headers = req.passHeaders ? upstreamHeaders(req, contentType) : p.headers(req.protocol, contentType, () => upstreamHeaders(req, contentType));
+      return new Promise<UpstreamResponse>((resolve, reject) => {
+        const handler = new ResponseHandler(req.signal, req.body, resolve, (err) => reject(upstreamError(err, req.provider.id, req.signal)));
         try {
           this.agent.dispatch(
             {
@@ -68,7 +70,7 @@ export class UpstreamClient {
         }
       });
     } catch (err) {
-      throw upstreamError(err, req.provider.id, req.signal);
+      return Promise.reject(err as Error);
     }
   }
 
@@ -134,7 +136,7 @@ function prepared(provider: RuntimeProvider): Prepared {
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** Maps a transport failure to 502 or 504; the message names the provider, never its address or credential. */
-export function upstreamError(err: unknown, providerId: string, signal?: AbortSignal): GatewayError {
+export function upstreamError(err: unknown, providerId: string, signal?: Abortable): GatewayError {
   if (err instanceof GatewayError) return err;
   const code = (err as { code?: string }).code ?? '';
   if (TIMEOUT_CODES.has(code) || err instanceof TimeoutError || (signal?.aborted && signal.reason instanceof TimeoutError)) {

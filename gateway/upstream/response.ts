@@ -1,10 +1,11 @@
 // One upstream response as undici's dispatcher delivers it: status and headers, then body chunks handed straight
 // to whoever consumes them (collected for JSON, relayed as they come for streams). No Readable, no async iterator,
 // no copy of the raw headers: a stream held open for minutes keeps only what it needs.
-import { addAbortListener } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
+import type { Abortable, AbortWatcher } from './abort-switch.ts';
+import { AbortSwitch, watchAbort } from './abort-switch.ts';
 
 export interface UpstreamResponse {
   statusCode: number;
@@ -157,25 +158,28 @@ const END_SINK: BodySink = { data: () => true, end() {} };
  * undici handler for one request: resolves with the response at its headers, feeds the body after. The signal
  * aborts the request at any stage; its reason is what the caller (or the body's sink) sees.
  */
-export class ResponseHandler implements Dispatcher.DispatchHandler {
+export class ResponseHandler implements Dispatcher.DispatchHandler, AbortWatcher {
   private readonly resolve: (res: UpstreamResponse) => void;
   private readonly reject: (err: Error) => void;
-  private readonly signal: AbortSignal;
+  private readonly signal: Abortable;
   private readonly requestBody: unknown;
   private controller: Dispatcher.DispatchController | undefined;
   private body: UpstreamBody | undefined;
   private settled = false;
+  /** The relay's switch this handler watches (no closure then), or how to stop listening to another signal. */
+  private watching: AbortSwitch | undefined;
   private unlisten: (() => void) | undefined;
 
-  constructor(signal: AbortSignal, requestBody: unknown, resolve: (res: UpstreamResponse) => void, reject: (err: Error) => void) {
+  constructor(signal: Abortable, requestBody: unknown, resolve: (res: UpstreamResponse) => void, reject: (err: Error) => void) {
     this.signal = signal;
     this.requestBody = requestBody;
     this.resolve = resolve;
     this.reject = reject;
-    if (!signal.aborted) {
-      const d = addAbortListener(signal, () => this.abort());
-      this.unlisten = () => d[Symbol.dispose]();
-    }
+    if (signal.aborted) return;
+    if (signal instanceof AbortSwitch) {
+      signal.watch(this);
+      this.watching = signal;
+    } else this.unlisten = watchAbort(signal, this);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -225,19 +229,24 @@ export class ResponseHandler implements Dispatcher.DispatchHandler {
     this.reject(err);
   }
 
-  private abort(): void {
+  /** The signal aborted: the request stops at whatever stage it is. */
+  onAbort(): void {
+    this.watching = undefined;
+    this.unlisten = undefined;
     const reason = reasonOf(this.signal);
     if (this.controller) this.controller.abort(reason);
     else this.fail(reason);
   }
 
   private done(): void {
+    this.watching?.unwatch(this);
+    this.watching = undefined;
     this.unlisten?.();
     this.unlisten = undefined;
   }
 }
 
-function reasonOf(signal: AbortSignal): Error {
+function reasonOf(signal: Abortable): Error {
   return signal.reason instanceof Error ? signal.reason : new Error('request aborted');
 }
 
