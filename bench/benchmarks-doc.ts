@@ -66,17 +66,25 @@ export interface BenchResults {
 
 export interface LimitsTargetRow {
   target: string;
-  /** Median over the rounds, gateway process CPU (user + system) per request. */
+  /** Median over the rounds, gateway process CPU per request. */
   cpuUsPerRequest: number;
-  /** Median over the rounds of (this target − limits-off) in the same round. */
+  /** Median over the rounds of (this target − limits off) in the same round (limits-redis: its own gateway's "off"). */
   addedVsOffUs: number;
+  /** The first and third quartiles of those per-round differences. */
+  addedQuartilesUs?: [number, number];
   p99AtRateMs: number;
   p99AddedVsOffMs: number;
 }
 
 export interface LimitsResult {
+  /** Requests per segment (one state of one gateway in one round), after `warmup` unmeasured ones. */
   requests: number;
+  warmup?: number;
   rounds: number;
+  /** p99 rounds at the fixed rate. */
+  rateRounds?: number;
+  /** "toggle": limits switched on and off inside each gateway process, CPU from schedstat (ns). Absent: one process per state, /proc ticks. */
+  method?: 'toggle';
   concurrency: number;
   rate: number;
   rateSeconds: number;

@@ -1,10 +1,20 @@
-// CPU per request of the governor, in one run: the bare proxy floor, tollgate with no limits, with limits counted
-// in-process, and with limits counted in Redis (the machine's Redis at 127.0.0.1:6379, own key prefix, removed after).
-// Every limit is set far above the load so nothing is refused: what is measured is the cost of counting.
-// Rounds interleave the targets so a noisy neighbour on the shared cores hits all of them alike.
+// CPU per request of the governor, in one run: what turning limits on adds to a gateway, counted in-process and in
+// Redis (the machine's Redis at 127.0.0.1:6379, own key prefix, removed after), beside the bare proxy floor. Every
+// limit is set far above the load so nothing is refused: what is measured is the cost of counting.
+// Method, built to resolve a few µs on a shared, noisy 2-core machine:
+// - Limits are switched on and off inside the SAME gateway process (admin API PATCHes on the organization, project
+//   and key; the admin API answers once the new snapshot is live), so the process-to-process spread of JIT decisions
+//   and heap layout, which read 18 µs between two identical gateways, is not in the comparison.
+// - Many short segments: every round visits each state of each gateway (limits off, off again, on), every other
+//   round in reverse order; each segment is a warm-up after the switch, then a fixed count of requests.
+// - CPU from the scheduler's nanosecond clock (/proc/<pid>/task/*/schedstat, all threads), not 10 ms ticks.
+// - "added" is the median over the rounds of (state − off) in the same round, with its quartiles.
+// - The control: the in-process gateway also switches between two "off" configurations that differ only in the key's
+//   name; its "added" is the method's own noise floor.
 // The last line of output is the result as JSON after a marker (`npm run bench` reads it; bench/limits-result.ts).
-//   node bench/limits.ts [--requests 5000] [--concurrency 32] [--rounds 3] [--rate 1000] [--rate-seconds 5]
-//   profiling: [--only limits-off,limits-redis] [--cpu-prof <dir>]
+//   node bench/limits.ts [--requests 2000] [--warmup 500] [--rounds 15] [--concurrency 32] [--rate 1000]
+//     [--rate-seconds 5] [--rate-rounds 3] [--rules all|one] [--baseline DIR]   (another checkout, in-process only)
+//   profiling: [--only alone,bare,limits-in-process,limits-redis] [--cpu-prof <dir>]
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { IncomingMessage, ServerResponse } from 'node:http';
@@ -27,32 +37,38 @@ import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
 import { chatBody, closedLoop, paced } from './load.ts';
 import type { Target } from './load.ts';
-import { median } from './stats.ts';
-import { CLK_TCK, cpuSeconds, freePort, spawnServer } from './proc.ts';
+import { median, quantile } from './stats.ts';
+import { cpuSecondsFine, freePort, spawnServer } from './proc.ts';
 import type { ServerProc } from './proc.ts';
 import { benchConfig, GATEWAY_NODE_OPTIONS, startBare, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
 
 const { values } = parseArgs({
   options: {
-    requests: { type: 'string', default: '5000' },
+    requests: { type: 'string', default: '2000' },
+    warmup: { type: 'string', default: '500' },
     concurrency: { type: 'string', default: '32' },
-    rounds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '15' },
     rate: { type: 'string', default: '1000' },
     'rate-seconds': { type: 'string', default: '5' },
+    'rate-rounds': { type: 'string', default: '3' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
-    // Profiling: only these targets (comma-separated names), and a V8 CPU profile of each gateway into this directory.
+    // Redis keys are made under this prefix plus a fresh id, and removed at the end.
+    'redis-prefix': { type: 'string', default: 'tollgate-bench:' },
+    // Another checkout of tollgate (e.g. `git archive` of main): its gateway is measured the same way, in-process only.
+    baseline: { type: 'string' },
+    // Profiling: only these targets (comma-separated: alone, bare, limits-in-process, limits-redis), and a V8 CPU profile of each gateway into this directory.
     only: { type: 'string' },
     // Which limits the governed key has: all (13 rules on three scopes, the default) or one (the key's rpm).
     rules: { type: 'string', default: 'all' },
-    // The control: a second gateway with limits off, measured like the others; its "added" is the method's noise.
+    // Leave out the control ("off" against "off again" in the in-process gateway).
     'no-control': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
   },
 });
-const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
-const prefix = `tollgate-bench:${randomUUID()}:`;
+const prefix = `${values['redis-prefix']}${randomUUID()}:`;
+const ADMIN_TOKEN = randomUUID() + randomUUID();
 const dbs: BenchDatabase[] = [];
 const HIGH = { rpm: 1_000_000_000, tpm: 1_000_000_000, concurrency: 1_000_000 };
 const BUDGET = { month: '1000000000', total: '1000000000' };
@@ -64,57 +80,97 @@ function nodeOptions(name: string): string {
   return dir ? `${GATEWAY_NODE_OPTIONS} --cpu-prof --cpu-prof-dir=${dir} --cpu-prof-name=${name}.cpuprofile` : GATEWAY_NODE_OPTIONS;
 }
 
-async function startGateway(name: string, upstreamUrl: string, limited: boolean, env: Record<string, string> = {}): Promise<Running & { dataDir: string }> {
+interface Gateway {
+  name: string;
+  running: Running;
+  admin: string;
+  /** The states measured, in round order; the first is "off", the one the others are compared to. */
+  states: State[];
+  current?: State;
+}
+type State = 'off' | 'off-again' | 'on';
+
+async function startGateway(name: string, upstreamUrl: string, states: State[], opts: { env?: Record<string, string>; root?: string } = {}): Promise<Gateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-limits-'));
   const k = { ...generateApiKey(), organization: 'bench', project: 'bench' };
-  const config = benchConfig(upstreamUrl, [k]);
-  if (limited && values.rules === 'one') config.apiKeys![0] = { ...config.apiKeys![0], limits: { rpm: HIGH.rpm } };
-  else if (limited) {
-    // Key, project and organization all limited: the worst case of three scopes per request.
-    config.apiKeys![0] = { ...config.apiKeys![0], limits: HIGH, budget: BUDGET };
-    config.organizations![0] = { ...config.organizations![0], limits: HIGH, budget: BUDGET, projects: [{ id: 'bench', limits: HIGH }] };
-  }
   const configPath = join(dataDir, 'tollgate.json');
-  writeFileSync(configPath, JSON.stringify(config));
-  // Postgres (one database each): the ledger is the same for all four, and starts fast on a busy machine.
+  writeFileSync(configPath, JSON.stringify(benchConfig(upstreamUrl, [k])));
+  // Postgres (one database each): the ledger is the same for all, and starts fast on a busy machine.
   const db = await createBenchDatabase(DEFAULT_POSTGRES_URL, name.replaceAll('-', '_'));
   dbs.push(db);
   const port = await freePort();
+  const adminPort = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proc: ServerProc = await spawnServer({
     name,
-    args: ['bin/tollgate.js', 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
-    env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions(name), TOLLGATE_ADMIN_PORT: 'off', ...env },
+    args: [join(opts.root ?? '.', 'bin/tollgate.js'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
+    env: {
+      TOLLGATE_DATA_DIR: dataDir,
+      DATABASE_URL: db.url,
+      LOG_LEVEL: 'warn',
+      NODE_OPTIONS: nodeOptions(name),
+      TOLLGATE_ADMIN_PORT: String(adminPort),
+      TOLLGATE_ADMIN_HOST: '127.0.0.1',
+      TOLLGATE_ADMIN_TOKENS: `bench:write:${ADMIN_TOKEN}`,
+      ...opts.env,
+    },
     readyUrl: `${url}/healthz`,
     url,
     timeoutMs: 60_000,
   });
-  return {
+  const running: Running = {
     proc,
-    dataDir,
     target: { name, origin: url, chatPath: '/api/v1/chat/completions', headers: { authorization: `Bearer ${k.key}` }, pid: proc.pid, messagesPath: '/api/v1/messages', messagesHeaders: {} },
     close: async () => {
       await proc.stop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return { name, running, admin: `http://127.0.0.1:${adminPort}`, states };
+}
+
+async function patch(g: Gateway, path: string, body: object): Promise<void> {
+  const res = await fetch(`${g.admin}/admin/v1/${path}`, { method: 'PATCH', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  if (!res.ok) throw new Error(`${g.name}: PATCH ${path}: ${res.status} ${await res.text()}`);
+}
+
+/**
+ * Puts the gateway in `state` with the same three admin writes whatever the state (organization, project, key), and
+ * checks on one request that the live snapshot is the one asked for (rate-limit headers present or not).
+ */
+async function switchTo(g: Gateway, state: State): Promise<void> {
+  if (g.current === state) return;
+  const on = state === 'on';
+  const one = values.rules === 'one';
+  await patch(g, 'organizations/bench', { limits: on && !one ? HIGH : null, budget: on && !one ? BUDGET : null });
+  await patch(g, 'projects/bench/bench', { limits: on && !one ? HIGH : null });
+  // The key's name is all that tells "off" from "off again": a new snapshot either way, nothing on the request path.
+  await patch(g, 'keys/bench-0', { name: state, limits: on ? (one ? { rpm: HIGH.rpm } : HIGH) : null, budget: on && !one ? BUDGET : null });
+  // The file watcher sees the admin API's own rename 50 ms later and reloads (same version, nothing changes): let it pass.
+  await new Promise((r) => setTimeout(r, 200));
+  const t = g.running.target;
+  const res = await fetch(t.origin + t.chatPath, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody() });
+  await res.arrayBuffer();
+  if (res.status !== 200 || res.headers.has('x-ratelimit-limit-requests') !== on) throw new Error(`${g.name}: after switching to ${state}: status ${res.status}, rate-limit headers ${res.headers.has('x-ratelimit-limit-requests')}`);
+  g.current = state;
 }
 
 /** The gateway's count of Redis script calls, from its /metrics. */
-async function redisCalls(adminPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+async function redisCalls(admin: string): Promise<number> {
+  const text = await (await fetch(`${admin}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith('tollgate_limits_redis_calls_total'));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }
 
-async function fixedCount(t: Target, body: string, n: number): Promise<number> {
-  const cpu0 = cpuSeconds(t.pid);
+/** CPU seconds per request over `n` closed-loop requests after a warm-up of `warmup`. */
+async function segment(t: Target, body: string, n: number, warmup: number): Promise<number> {
+  if (warmup > 0 && (await closedLoop(t, body, warmup, concurrency)) > 0) throw new Error(`${t.name}: warm-up requests failed`);
+  const cpu0 = cpuSecondsFine(t.pid);
   const failed = await closedLoop(t, body, n, concurrency);
-  const cpu = cpuSeconds(t.pid) - cpu0;
+  const cpu = cpuSecondsFine(t.pid) - cpu0;
   if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
   return cpu / n;
 }
-
 
 /** The governor alone (no network): CPU per admission + headers + settlement, the part of the in-process figure that is ours. */
 function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
@@ -159,55 +215,108 @@ function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
   return out;
 }
 const loadBefore = loadavg()[0];
-const alone = only === undefined || only.includes('alone') ? governorAlone() : [];
+const alone = wanted('alone') ? governorAlone() : [];
 console.log('governor alone, in-process, µs CPU per admission + rate-limit headers + settlement:');
 console.table(alone);
 
 const up = await startUpstream();
-const running: Running[] = [];
+let bare: Running | undefined;
+const gateways: Gateway[] = [];
 try {
-  if (wanted('bare')) running.push(await startBare(up.target.origin));
-  if (wanted('limits-off')) running.push(await startGateway('limits-off', up.target.origin, false));
-  if (!values['no-control'] && wanted('limits-off-again')) running.push(await startGateway('limits-off-again', up.target.origin, false));
-  if (wanted('limits-in-process')) running.push(await startGateway('limits-in-process', up.target.origin, true));
-  const redisAdmin = await freePort();
-  if (wanted('limits-redis')) running.push(await startGateway('limits-redis', up.target.origin, true, { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix, TOLLGATE_ADMIN_PORT: String(redisAdmin), TOLLGATE_ADMIN_HOST: '127.0.0.1' }));
+  if (wanted('bare')) bare = await startBare(up.target.origin);
+  if (wanted('limits-in-process')) gateways.push(await startGateway('limits-in-process', up.target.origin, values['no-control'] ? ['off', 'on'] : ['off', 'off-again', 'on']));
+  if (values.baseline && wanted('limits-in-process')) gateways.push(await startGateway('limits-in-process-baseline', up.target.origin, ['off', 'on'], { root: values.baseline }));
+  if (wanted('limits-redis')) gateways.push(await startGateway('limits-redis', up.target.origin, ['off', 'on'], { env: { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix } }));
   const body = chatBody();
-  for (const r of running) await fixedCount(r.target, body, Math.min(500, requests)); // warm-up
-  // Interleaved rounds; each round's figure for a target is paired with limits-off's in the same round, and the
-  // median of those differences is reported (a neighbour's burst then spoils one pair, not the comparison).
-  const cpu = new Map<string, number[]>(running.map((r) => [r.target.name, []]));
-  const p99 = new Map<string, number[]>(running.map((r) => [r.target.name, []]));
+  const requests = Number(values.requests);
+  const warmup = Number(values.warmup);
   const rounds = Number(values.rounds);
+  // Per gateway and state (and the bare floor): CPU per request of each round's segment.
+  const cpu = new Map<string, number[]>();
+  const push = (m: Map<string, number[]>, k: string, v: number) => m.set(k, [...(m.get(k) ?? []), v]);
   const callsPerRequest: number[] = [];
-  for (let round = 0; round < rounds; round++) {
-    // Every other round in reverse order, so a drift in the machine's load favours no target.
-    const order = round % 2 === 0 ? running : [...running].reverse();
-    for (const r of order) {
-      const c0 = r.target.name === 'limits-redis' ? await redisCalls(redisAdmin) : undefined;
-      cpu.get(r.target.name)!.push(await fixedCount(r.target, body, requests));
-      if (c0 !== undefined) callsPerRequest.push(((await redisCalls(redisAdmin)) - c0) / requests);
-    }
-    for (const r of order) p99.get(r.target.name)!.push((await paced(r.target, body, { rate: Number(values.rate), seconds: Number(values['rate-seconds']) })).latency.p99);
+  for (const g of gateways) {
+    await switchTo(g, 'on');
+    await segment(g.running.target, body, 0, 2000); // first warm-up: JIT the governed path as well
   }
-  const paired = (m: Map<string, number[]>, name: string) => {
-    const off = m.get('limits-off');
-    return off ? median(m.get(name)!.map((x, i) => x - off[i])) : NaN;
+  for (let round = 0; round < rounds; round++) {
+    const rev = round % 2 === 1;
+    const order = rev ? [...gateways].reverse() : gateways;
+    if (bare && !rev) push(cpu, 'bare', await segment(bare.target, body, requests, warmup));
+    for (const g of order) {
+      for (const state of rev ? [...g.states].reverse() : g.states) {
+        await switchTo(g, state);
+        const redis = g.name === 'limits-redis' && state === 'on';
+        const c0 = redis ? await redisCalls(g.admin) : 0;
+        push(cpu, `${g.name}/${state}`, await segment(g.running.target, body, requests, warmup));
+        if (redis) callsPerRequest.push(((await redisCalls(g.admin)) - c0) / requests);
+      }
+    }
+    if (bare && rev) push(cpu, 'bare', await segment(bare.target, body, requests, warmup));
+  }
+  // p99 at a fixed rate: fewer rounds (each segment lasts --rate-seconds), same alternation.
+  const p99 = new Map<string, number[]>();
+  const pacedP99 = async (t: Target) => (await paced(t, body, { rate: Number(values.rate), seconds: Number(values['rate-seconds']) })).latency.p99;
+  for (let round = 0; round < Number(values['rate-rounds']); round++) {
+    const rev = round % 2 === 1;
+    if (bare) push(p99, 'bare', await pacedP99(bare.target));
+    for (const g of rev ? [...gateways].reverse() : gateways) {
+      for (const state of rev ? [...g.states].reverse() : g.states) {
+        await switchTo(g, state);
+        await segment(g.running.target, body, 0, warmup);
+        push(p99, `${g.name}/${state}`, await pacedP99(g.running.target));
+      }
+    }
+  }
+  // Paired per round with the same gateway's "off" segment of that round (the bare floor: with the in-process gateway's).
+  const pairedWith = (m: Map<string, number[]>, key: string, off: string) => {
+    const a = m.get(key) ?? [];
+    const b = m.get(off) ?? [];
+    return a.map((x, i) => x - b[i]).filter(Number.isFinite);
   };
-  const rows: LimitsTargetRow[] = running.map((r) => ({
-    target: r.target.name,
-    cpuUsPerRequest: +(median(cpu.get(r.target.name)!) * 1e6).toFixed(1),
-    addedVsOffUs: +(paired(cpu, r.target.name) * 1e6).toFixed(1),
-    p99AtRateMs: +median(p99.get(r.target.name)!).toFixed(2),
-    p99AddedVsOffMs: +paired(p99, r.target.name).toFixed(2),
-  }));
-  const result: LimitsResult = { requests, rounds, concurrency, rate: Number(values.rate), rateSeconds: Number(values['rate-seconds']), loadBefore, loadAfter: loadavg()[0], governorAlone: alone, targets: rows, cpuResolutionUs: +(1e6 / CLK_TCK / requests).toFixed(2), ...(callsPerRequest.length ? { redisCallsPerRequest: +median(callsPerRequest).toFixed(3) } : {}) };
-  console.log(`requests ${requests} x ${rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s per round; load average ${loadBefore.toFixed(1)} → ${result.loadAfter.toFixed(1)}`);
-  console.table(rows);
+  const row = (target: string, key: string, off: string): LimitsTargetRow => {
+    const d = pairedWith(cpu, key, off).map((x) => x * 1e6);
+    return {
+      target,
+      cpuUsPerRequest: +(median(cpu.get(key) ?? []) * 1e6).toFixed(2),
+      addedVsOffUs: +median(d).toFixed(2),
+      addedQuartilesUs: [+quantile(d, 0.25).toFixed(2), +quantile(d, 0.75).toFixed(2)],
+      p99AtRateMs: +median(p99.get(key) ?? []).toFixed(2),
+      p99AddedVsOffMs: +median(pairedWith(p99, key, off)).toFixed(2),
+    };
+  };
+  const rows: LimitsTargetRow[] = [];
+  const off = 'limits-in-process/off';
+  if (bare) rows.push(row('bare', 'bare', off));
+  for (const g of gateways) {
+    if (g.name === 'limits-in-process') {
+      rows.push(row('limits-off', off, off));
+      if (g.states.includes('off-again')) rows.push(row('limits-off-again', 'limits-in-process/off-again', off));
+      rows.push(row('limits-in-process', 'limits-in-process/on', off));
+    } else rows.push(row(g.name, `${g.name}/on`, `${g.name}/off`));
+  }
+  const result: LimitsResult = {
+    requests,
+    warmup,
+    rounds,
+    concurrency,
+    rate: Number(values.rate),
+    rateSeconds: Number(values['rate-seconds']),
+    rateRounds: Number(values['rate-rounds']),
+    method: 'toggle',
+    loadBefore,
+    loadAfter: loadavg()[0],
+    governorAlone: alone,
+    targets: rows,
+    ...(callsPerRequest.length ? { redisCallsPerRequest: +median(callsPerRequest).toFixed(3) } : {}),
+  };
+  console.log(`${requests} requests (after ${warmup} warm-up) per segment x ${rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s x ${values['rate-rounds']} rounds; load average ${loadBefore.toFixed(1)} → ${result.loadAfter.toFixed(1)}`);
+  console.table(rows.map((r) => ({ ...r, addedQuartilesUs: r.addedQuartilesUs?.join(' … ') })));
   if (result.redisCallsPerRequest !== undefined) console.log(`Redis script calls per request (closed loop, concurrency ${concurrency}): ${result.redisCallsPerRequest}`);
   console.log(`${RESULT_MARK}${JSON.stringify(result)}`);
 } finally {
-  for (const r of running) await r.close();
+  await bare?.close();
+  for (const g of gateways) await g.running.close();
   await up.close();
   for (const db of dbs) await db.drop();
   const redis = new Redis(values.redis);
