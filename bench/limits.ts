@@ -269,6 +269,7 @@ try {
     }
   }
   // Paired per round with the same gateway's "off" segment of that round (the bare floor: with the in-process gateway's).
+  const med = (xs: number[]) => (xs.length ? median(xs) : NaN);
   const pairedWith = (m: Map<string, number[]>, key: string, off: string) => {
     const a = m.get(key) ?? [];
     const b = m.get(off) ?? [];
@@ -278,14 +279,15 @@ try {
     const d = pairedWith(cpu, key, off).map((x) => x * 1e6);
     return {
       target,
-      cpuUsPerRequest: +(median(cpu.get(key) ?? []) * 1e6).toFixed(2),
-      addedVsOffUs: +median(d).toFixed(2),
+      cpuUsPerRequest: +(med(cpu.get(key) ?? []) * 1e6).toFixed(2),
+      addedVsOffUs: +med(d).toFixed(2),
       addedQuartilesUs: [+quantile(d, 0.25).toFixed(2), +quantile(d, 0.75).toFixed(2)],
-      p99AtRateMs: +median(p99.get(key) ?? []).toFixed(2),
-      p99AddedVsOffMs: +median(pairedWith(p99, key, off)).toFixed(2),
+      p99AtRateMs: +med(p99.get(key) ?? []).toFixed(2),
+      p99AddedVsOffMs: +med(pairedWith(p99, key, off)).toFixed(2),
     };
   };
   const rows: LimitsTargetRow[] = [];
+  for (const [k, v] of cpu) console.log(`${k}: ${v.map((x) => (x * 1e6).toFixed(1)).join(' ')} µs`);
   const off = 'limits-in-process/off';
   if (bare) rows.push(row('bare', 'bare', off));
   for (const g of gateways) {

@@ -6,11 +6,17 @@ import type { Rule } from './rules.ts';
 
 /** OpenAI's duration text: "20ms", "6s", "1m30s". */
 export function resetText(ms: number): string {
-  if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
+  if (ms < 1000) {
+    const n = Math.max(0, Math.ceil(ms));
+    // Below a second the texts are few: each is built once, not per answer.
+    return (MS_TEXT[n] ??= `${n}ms`);
+  }
   const s = Math.ceil(ms / 1000);
-  if (s < 60) return `${s}s`;
+  if (s < 60) return (S_TEXT[s] ??= `${s}s`);
   return `${Math.floor(s / 60)}m${s % 60}s`;
 }
+const MS_TEXT: string[] = [];
+const S_TEXT: string[] = [];
 
 /** Sets the headers for the tightest rpm and tpm rules (the ones with the least left). */
 export function setRateHeaders(raw: ServerResponse, family: ErrorFamily, rules: readonly Rule[], v: Verdict, now: number): void {
@@ -41,5 +47,16 @@ function set(raw: ServerResponse, names: readonly [string, string, string], fami
   raw.setHeader(names[0], String(limit));
   raw.setHeader(names[1], String(remaining));
   // OpenAI: a duration ("6s"); Anthropic: the RFC 3339 time of the reset, to the second.
-  raw.setHeader(names[2], family === 'messages' ? new Date(Math.ceil((now + resetMs) / 1000) * 1000).toISOString().replace('.000Z', 'Z') : resetText(resetMs));
+  raw.setHeader(names[2], family === 'messages' ? resetTime(Math.ceil((now + resetMs) / 1000)) : resetText(resetMs));
+}
+
+// The RFC 3339 text of the last second asked for: answers within a second share it.
+let lastSecond = NaN;
+let lastTime = '';
+function resetTime(second: number): string {
+  if (second !== lastSecond) {
+    lastTime = new Date(second * 1000).toISOString().replace('.000Z', 'Z');
+    lastSecond = second;
+  }
+  return lastTime;
 }
