@@ -94,6 +94,16 @@ export interface LimitsResult {
   targets: LimitsTargetRow[];
   /** One clock tick of /proc CPU time spread over a round's requests: no smaller difference can be read. */
   cpuResolutionUs?: number;
+  /**
+   * bench/limits.ts --instr-requests: the in-process gateway toggled under callgrind. "added" is the median over the
+   * rounds of (state − off) in instructions other than GC and compiler, in µs at this run's native µs per instruction.
+   */
+  instructions?: {
+    requests: number;
+    rounds: number;
+    usPerInstruction: number;
+    targets: { target: string; instructionsPerRequest: number; restPerRequest: number; addedInstructions: number; addedUs: number }[];
+  };
   /** limits-redis: script calls sent to Redis per request in the closed-loop rounds (median), from its /metrics. */
   redisCallsPerRequest?: number;
 }

@@ -16,7 +16,8 @@
 //     [--rate-seconds 5] [--rate-rounds 3] [--rules all|one] [--baseline DIR]   (another checkout, in-process only)
 //   profiling: [--only alone,bare,limits-in-process,limits-redis] [--cpu-prof <dir>]
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
@@ -35,6 +36,8 @@ import type { LimitsResult, LimitsTargetRow } from './benchmarks-doc.ts';
 import { RESULT_MARK } from './limits-result.ts';
 import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
+import { rest, split } from './callgrind-split.ts';
+import type { Count } from './callgrind-split.ts';
 import { chatBody, closedLoop, paced } from './load.ts';
 import type { Target } from './load.ts';
 import { median, quantile } from './stats.ts';
@@ -64,6 +67,11 @@ const { values } = parseArgs({
     // Leave out the control ("off" against "off again" in the in-process gateway).
     'no-control': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    // Instruction counts (valgrind callgrind), which a busy machine does not move: the in-process gateway (and the
+    // baseline's) toggled the same way under callgrind, in rounds of this many requests per state (0: not run).
+    'instr-requests': { type: 'string', default: '0' },
+    'instr-rounds': { type: 'string', default: '2' },
+    'instr-warmup': { type: 'string', default: '500' },
   },
 });
 const concurrency = Number(values.concurrency);
@@ -87,10 +95,12 @@ interface Gateway {
   /** The states measured, in round order; the first is "off", the one the others are compared to. */
   states: State[];
   current?: State;
+  /** Runs under valgrind (~50× slower): waits longer for the file watcher's reload after a switch. */
+  slow: boolean;
 }
 type State = 'off' | 'off-again' | 'on';
 
-async function startGateway(name: string, upstreamUrl: string, states: State[], opts: { env?: Record<string, string>; root?: string } = {}): Promise<Gateway> {
+async function startGateway(name: string, upstreamUrl: string, states: State[], opts: { env?: Record<string, string>; root?: string; wrapper?: string[] } = {}): Promise<Gateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-limits-'));
   const k = { ...generateApiKey(), organization: 'bench', project: 'bench' };
   const configPath = join(dataDir, 'tollgate.json');
@@ -116,7 +126,8 @@ async function startGateway(name: string, upstreamUrl: string, states: State[], 
     },
     readyUrl: `${url}/healthz`,
     url,
-    timeoutMs: 60_000,
+    timeoutMs: opts.wrapper ? 1_200_000 : 60_000,
+    wrapper: opts.wrapper,
   });
   const running: Running = {
     proc,
@@ -126,7 +137,7 @@ async function startGateway(name: string, upstreamUrl: string, states: State[], 
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-  return { name, running, admin: `http://127.0.0.1:${adminPort}`, states };
+  return { name, running, admin: `http://127.0.0.1:${adminPort}`, states, slow: opts.wrapper !== undefined };
 }
 
 async function patch(g: Gateway, path: string, body: object): Promise<void> {
@@ -147,7 +158,7 @@ async function switchTo(g: Gateway, state: State): Promise<void> {
   // The key's name is all that tells "off" from "off again": a new snapshot either way, nothing on the request path.
   await patch(g, 'keys/bench-0', { name: state, limits: on ? (one ? { rpm: HIGH.rpm } : HIGH) : null, budget: on && !one ? BUDGET : null });
   // The file watcher sees the admin API's own rename 50 ms later and reloads (same version, nothing changes): let it pass.
-  await new Promise((r) => setTimeout(r, 200));
+  await new Promise((r) => setTimeout(r, g.slow ? 3000 : 200));
   const t = g.running.target;
   const res = await fetch(t.origin + t.chatPath, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody() });
   await res.arrayBuffer();
@@ -214,6 +225,27 @@ function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
   }
   return out;
 }
+/** Instructions per request of `n` requests, split (callgrind-split.ts): counting on only for them, then dumped. */
+async function countedSegment(g: Gateway, body: string, n: number, warmup: number): Promise<Count> {
+  const t = g.running.target;
+  if (warmup > 0 && (await closedLoop(t, body, warmup, 16)) > 0) throw new Error(`${t.name}: warm-up requests failed`);
+  const mine = () => new Set(readdirSync(instrDir).filter((f) => f.startsWith(`${t.name}.${t.pid}`)));
+  const before = mine();
+  execFileSync('callgrind_control', ['-i', 'on', String(t.pid)], { stdio: 'ignore' });
+  const failed = await closedLoop(t, body, n, 16);
+  execFileSync('callgrind_control', ['-i', 'off', String(t.pid)], { stdio: 'ignore' });
+  // A dump zeroes the counters: each segment's dump holds that segment only.
+  execFileSync('callgrind_control', ['-d', String(t.pid)], { stdio: 'ignore' });
+  if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
+  const file = [...mine()].find((f) => !before.has(f));
+  if (file === undefined) throw new Error(`${t.name}: no callgrind dump`);
+  const total = Number(/^totals: (\d+)/m.exec(readFileSync(join(instrDir, file), 'utf8'))?.[1] ?? NaN);
+  const parts = split(join(instrDir, file));
+  return { total: total / n, majorGc: parts.majorGc / n, otherGc: parts.otherGc / n, compiler: parts.compiler / n };
+}
+const instrDir = mkdtempSync(join(tmpdir(), 'tollgate-limits-callgrind-'));
+const callgrind = (name: string) => ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(instrDir, name)}.%p`, '--dump-instr=no'];
+
 const loadBefore = loadavg()[0];
 const alone = wanted('alone') ? governorAlone() : [];
 console.log('governor alone, in-process, µs CPU per admission + rate-limit headers + settlement:');
@@ -297,6 +329,44 @@ try {
       rows.push(row('limits-in-process', 'limits-in-process/on', off));
     } else rows.push(row(g.name, `${g.name}/on`, `${g.name}/off`));
   }
+  // Instructions: the in-process gateway (and the baseline's) again, under callgrind, toggled the same way. Converted
+  // to µs with this run's native CPU per instruction of the "off" state (native µs per request / instructions per request).
+  let instructions: LimitsResult['instructions'];
+  const instrRequests = Number(values['instr-requests']);
+  if (instrRequests > 0 && gateways.some((g) => g.name.startsWith('limits-in-process'))) {
+    for (const g of gateways) await g.running.close();
+    gateways.length = 0;
+    const counted: Gateway[] = [await startGateway('instr', up.target.origin, ['off', 'off-again', 'on'], { wrapper: callgrind('instr') })];
+    if (values.baseline) counted.push(await startGateway('instr-baseline', up.target.origin, ['off', 'on'], { root: values.baseline, wrapper: callgrind('instr-baseline') }));
+    gateways.push(...counted);
+    const counts = new Map<string, Count[]>();
+    for (const g of counted) {
+      await switchTo(g, 'on');
+      await closedLoop(g.running.target, body, 6 * Number(values['instr-warmup']), 16); // V8 compiles the governed path before anything is counted
+    }
+    for (let round = 0; round < Number(values['instr-rounds']); round++) {
+      const rev = round % 2 === 1;
+      for (const g of rev ? [...counted].reverse() : counted) {
+        for (const state of rev ? [...g.states].reverse() : g.states) {
+          await switchTo(g, state);
+          const c = await countedSegment(g, body, instrRequests, Number(values['instr-warmup']));
+          counts.set(`${g.name}/${state}`, [...(counts.get(`${g.name}/${state}`) ?? []), c]);
+          console.log(`${g.name}/${state}: ${(c.total / 1000).toFixed(1)}k instructions/request, rest ${(rest(c) / 1000).toFixed(1)}k`);
+        }
+      }
+    }
+    const usPerInstruction = (med(cpu.get(off) ?? []) * 1e6) / med((counts.get('instr/off') ?? []).map((c) => c.total));
+    const instrRow = (target: string, key: string, offKey: string) => {
+      const d = (counts.get(key) ?? []).map((c, i) => rest(c) - rest(counts.get(offKey)![i]));
+      const added = med(d);
+      return { target, instructionsPerRequest: Math.round(med((counts.get(key) ?? []).map((c) => c.total))), restPerRequest: Math.round(med((counts.get(key) ?? []).map(rest))), addedInstructions: Math.round(added), addedUs: +(added * usPerInstruction).toFixed(2) };
+    };
+    const rowsI = [instrRow('limits-off', 'instr/off', 'instr/off'), instrRow('limits-off-again', 'instr/off-again', 'instr/off'), instrRow('limits-in-process', 'instr/on', 'instr/off')];
+    if (values.baseline) rowsI.push(instrRow('limits-in-process-baseline', 'instr-baseline/on', 'instr-baseline/off'));
+    instructions = { requests: instrRequests, rounds: Number(values['instr-rounds']), usPerInstruction: +usPerInstruction.toExponential(3), targets: rowsI };
+    console.log(`instructions per request (callgrind, ${instrRequests} requests per segment x ${values['instr-rounds']} rounds); µs per instruction from this run's native "off": ${usPerInstruction.toExponential(3)}`);
+    console.table(rowsI);
+  }
   const result: LimitsResult = {
     requests,
     warmup,
@@ -310,6 +380,7 @@ try {
     loadAfter: loadavg()[0],
     governorAlone: alone,
     targets: rows,
+    ...(instructions ? { instructions } : {}),
     ...(callsPerRequest.length ? { redisCallsPerRequest: +median(callsPerRequest).toFixed(3) } : {}),
   };
   console.log(`${requests} requests (after ${warmup} warm-up) per segment x ${rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s x ${values['rate-rounds']} rounds; load average ${loadBefore.toFixed(1)} → ${result.loadAfter.toFixed(1)}`);
@@ -329,4 +400,5 @@ try {
     if (keys.length) await redis.del(...keys);
   } while (cursor !== '0');
   redis.disconnect();
+  rmSync(instrDir, { recursive: true, force: true });
 }
