@@ -9,7 +9,7 @@ import type { SnapshotInput } from '../snapshot/schema.ts';
 import { Governor } from './governor.ts';
 import type { GovernedCall } from './governor.ts';
 import { MemoryBackend } from './memory-backend.ts';
-import { pointsToUnits, split, join, unitsToPoints } from './spend-units.ts';
+import { costToUnits, pointsToUnits, split, join, unitsToPoints } from './spend-units.ts';
 
 const K = generateApiKey();
 
@@ -60,6 +60,14 @@ describe('spend units', () => {
     expect(pointsToUnits('0.0000000000000001')).toBe(1n);
     const u = -pointsToUnits('3.25');
     expect(join(...split(u))).toBe(u);
+  });
+
+  it('reads a ledger cost the same way on its short path as the general parse', () => {
+    for (const text of ['0.0000213', '12.5', '3', '0.000000000000001', '0.0000000000000001', '0.1234567890123456789', '1e-7', '2.50', '007.10']) {
+      expect(costToUnits(text)).toBe(pointsToUnits(text));
+    }
+    expect(() => costToUnits('1.2.3')).toThrow();
+    expect(() => costToUnits('-1.5')).toThrow();
   });
 });
 

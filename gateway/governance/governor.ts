@@ -5,7 +5,6 @@ import type { FastifyReply } from 'fastify';
 import { selectTier } from '../billing/pricing.ts';
 import type { BillingRule, CompiledPricing } from '../billing/pricing.ts';
 import type { Decimal } from '../billing/decimal.ts';
-import { parseDecimal } from '../billing/decimal.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerRow } from '../ledger/row.ts';
@@ -15,7 +14,7 @@ import { setRateHeaders } from './headers.ts';
 import type { LimitsView } from './limits-view.ts';
 import { periodEnd, periodId } from './periods.ts';
 import type { Rule } from './rules.ts';
-import { toUnits, unitsToPoints } from './spend-units.ts';
+import { costToUnits, toUnits, unitsToPoints } from './spend-units.ts';
 
 export type { LimitsView } from './limits-view.ts';
 
@@ -219,7 +218,7 @@ export class Ticket implements AdmitInput, SettleInput {
     const row = this.row;
     this.tokensDelta = (row ? row.input + row.cacheRead + row.cacheWrite + row.output : 0) - this.tokens;
     // The exact charge is parsed only where a budget counts it.
-    this.spendDelta = (row && this.budgets ? toUnits(parseDecimal(row.costPoints)) : 0n) - this.reserve;
+    this.spendDelta = (row && this.budgets ? costToUnits(row.costPoints) : 0n) - this.reserve;
     void this.gov.backend.settle(this);
   }
 }

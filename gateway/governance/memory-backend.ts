@@ -59,8 +59,9 @@ export class MemoryBackend implements CounterBackend {
       } else {
         const s = this.spend.get(a.spendKeys[i]!) ?? 0n;
         if (s >= r.units!) return this.refuse(v, i, 0);
-        spent[i] = s;
-        v.remaining[i] = r.units! - s - a.reserve;
+        // What the counter becomes once all admit; the remaining is counted from it.
+        spent[i] = s + a.reserve;
+        v.remaining[i] = r.units! - spent[i];
         v.resetMs[i] = 0;
       }
     }
@@ -68,7 +69,7 @@ export class MemoryBackend implements CounterBackend {
       const k = rules[i].kind;
       if (k === 'rpm' || k === 'tpm') cells[i]!.v = nextTat[i];
       else if (k === 'concurrency') cells[i]!.v++;
-      else this.spend.set(a.spendKeys[i]!, spent[i] + a.reserve);
+      else this.spend.set(a.spendKeys[i]!, spent[i]);
     }
     return v;
   }
