@@ -1,19 +1,22 @@
-// CPU per request of the governor, in one run: what turning limits on adds to a gateway, counted in-process and in
+// CPU per request of the governor, in one run: what limits add to a gateway's request, counted in-process and in
 // Redis (the machine's Redis at 127.0.0.1:6379, own key prefix, removed after), beside the bare proxy floor. Every
 // limit is set far above the load so nothing is refused: what is measured is the cost of counting.
 // Method, built to resolve a few µs on a shared, noisy 2-core machine:
-// - Limits are switched on and off inside the SAME gateway process (admin API PATCHes on the organization, project
-//   and key; the admin API answers once the new snapshot is live), so the process-to-process spread of JIT decisions
-//   and heap layout, which read 18 µs between two identical gateways, is not in the comparison.
-// - Many short segments: every round visits each state of each gateway (limits off, off again, on), every other
-//   round in reverse order; each segment is a warm-up after the switch, then a fixed count of requests.
+// - One gateway process serves every state: keys in separate organizations, one with 13 rules (on), two with none
+//   (off, off-again), all in the same snapshot. The process-to-process spread of JIT decisions and heap layout (two
+//   identical gateways read 18 µs apart) is not in the comparison, and no reload happens between segments.
+// - Many short segments: every round runs each key's segment (a short unmeasured lead-in that takes the previous
+//   segment's tail of ledger work, then a fixed count of requests), every other round in reverse order.
 // - CPU from the scheduler's nanosecond clock (/proc/<pid>/task/*/schedstat, all threads), not 10 ms ticks.
-// - "added" is the median over the rounds of (state − off) in the same round, with its quartiles.
-// - The control: the in-process gateway also switches between two "off" configurations that differ only in the key's
-//   name; its "added" is the method's own noise floor.
+// - "added" is the median over the rounds of (state − off) in the same round, with its quartiles; the control is
+//   off-again − off, the method's own noise.
+// - Instruction counts (--instr-requests): the same alternation under valgrind callgrind, which no neighbour moves;
+//   GC and compiler instructions (valgrind's slow clock changes them) left out, converted to µs with this run's
+//   native CPU per instruction of the "off" key.
 // The last line of output is the result as JSON after a marker (`npm run bench` reads it; bench/limits-result.ts).
-//   node bench/limits.ts [--requests 2000] [--warmup 500] [--rounds 15] [--concurrency 32] [--rate 1000]
+//   node bench/limits.ts [--requests 1000] [--warmup 200] [--rounds 30] [--concurrency 32] [--rate 1000]
 //     [--rate-seconds 5] [--rate-rounds 3] [--rules all|one] [--baseline DIR]   (another checkout, in-process only)
+//     [--instr-requests 0] [--instr-rounds 6] [--instr-warmup 100]
 //   profiling: [--only alone,bare,limits-in-process,limits-redis] [--cpu-prof <dir>]
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -24,6 +27,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
+import { Pool } from 'undici';
 import type { FastifyReply } from 'fastify';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import { Governor } from '../gateway/governance/governor.ts';
@@ -48,10 +52,10 @@ import type { Running } from './targets.ts';
 
 const { values } = parseArgs({
   options: {
-    requests: { type: 'string', default: '2000' },
-    warmup: { type: 'string', default: '500' },
+    requests: { type: 'string', default: '1000' },
+    warmup: { type: 'string', default: '200' },
     concurrency: { type: 'string', default: '32' },
-    rounds: { type: 'string', default: '15' },
+    rounds: { type: 'string', default: '30' },
     rate: { type: 'string', default: '1000' },
     'rate-seconds': { type: 'string', default: '5' },
     'rate-rounds': { type: 'string', default: '3' },
@@ -68,15 +72,14 @@ const { values } = parseArgs({
     'no-control': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
     // Instruction counts (valgrind callgrind), which a busy machine does not move: the in-process gateway (and the
-    // baseline's) toggled the same way under callgrind, in rounds of this many requests per state (0: not run).
+    // baseline's) under callgrind, the keys alternated the same way, this many requests per segment (0: not run).
     'instr-requests': { type: 'string', default: '0' },
-    'instr-rounds': { type: 'string', default: '2' },
-    'instr-warmup': { type: 'string', default: '500' },
+    'instr-rounds': { type: 'string', default: '6' },
+    'instr-warmup': { type: 'string', default: '100' },
   },
 });
 const concurrency = Number(values.concurrency);
 const prefix = `${values['redis-prefix']}${randomUUID()}:`;
-const ADMIN_TOKEN = randomUUID() + randomUUID();
 const dbs: BenchDatabase[] = [];
 const HIGH = { rpm: 1_000_000_000, tpm: 1_000_000_000, concurrency: 1_000_000 };
 const BUDGET = { month: '1000000000', total: '1000000000' };
@@ -94,17 +97,26 @@ interface Gateway {
   admin: string;
   /** The states measured, in round order; the first is "off", the one the others are compared to. */
   states: State[];
-  current?: State;
-  /** Runs under valgrind (~50× slower): waits longer for the file watcher's reload after a switch. */
-  slow: boolean;
+  /** Each state's key: the same gateway, the same snapshot, a key with or without limits. */
+  targets: Record<State, Target>;
 }
 type State = 'off' | 'off-again' | 'on';
 
+/**
+ * A gateway with three keys, each in its own organization and project: "on" has limits on the key, its project and
+ * its organization; "off" and "off-again" have none. Names are all four characters, so logs and ledger rows weigh
+ * the same whichever key sends.
+ */
 async function startGateway(name: string, upstreamUrl: string, states: State[], opts: { env?: Record<string, string>; root?: string; wrapper?: string[] } = {}): Promise<Gateway> {
   const dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-limits-'));
-  const k = { ...generateApiKey(), organization: 'bench', project: 'bench' };
+  const owners: Record<State, string> = { on: 'govd', off: 'offa', 'off-again': 'offb' };
+  const keys = Object.fromEntries(states.map((s) => [s, { ...generateApiKey(), organization: owners[s], project: owners[s] }])) as Record<State, ReturnType<typeof generateApiKey> & { organization: string; project: string }>;
+  const config = benchConfig(upstreamUrl, states.map((s) => keys[s]));
+  const one = values.rules === 'one';
+  config.apiKeys = config.apiKeys!.map((k) => (k.organization === owners.on ? { ...k, limits: one ? { rpm: HIGH.rpm } : HIGH, ...(one ? {} : { budget: BUDGET }) } : k));
+  config.organizations = config.organizations!.map((o) => (o.id === owners.on && !one ? { ...o, limits: HIGH, budget: BUDGET, projects: [{ id: owners.on, limits: HIGH }] } : o));
   const configPath = join(dataDir, 'tollgate.json');
-  writeFileSync(configPath, JSON.stringify(benchConfig(upstreamUrl, [k])));
+  writeFileSync(configPath, JSON.stringify(config));
   // Postgres (one database each): the ledger is the same for all, and starts fast on a busy machine.
   const db = await createBenchDatabase(DEFAULT_POSTGRES_URL, name.replaceAll('-', '_'));
   dbs.push(db);
@@ -114,56 +126,30 @@ async function startGateway(name: string, upstreamUrl: string, states: State[], 
   const proc: ServerProc = await spawnServer({
     name,
     args: [join(opts.root ?? '.', 'bin/tollgate.js'), 'start', '--config', configPath, '--port', String(port), '--host', '127.0.0.1'],
-    env: {
-      TOLLGATE_DATA_DIR: dataDir,
-      DATABASE_URL: db.url,
-      LOG_LEVEL: 'warn',
-      NODE_OPTIONS: nodeOptions(name),
-      TOLLGATE_ADMIN_PORT: String(adminPort),
-      TOLLGATE_ADMIN_HOST: '127.0.0.1',
-      TOLLGATE_ADMIN_TOKENS: `bench:write:${ADMIN_TOKEN}`,
-      ...opts.env,
-    },
+    env: { TOLLGATE_DATA_DIR: dataDir, DATABASE_URL: db.url, LOG_LEVEL: 'warn', NODE_OPTIONS: nodeOptions(name), TOLLGATE_ADMIN_PORT: String(adminPort), TOLLGATE_ADMIN_HOST: '127.0.0.1', ...opts.env },
     readyUrl: `${url}/healthz`,
     url,
     timeoutMs: opts.wrapper ? 1_200_000 : 60_000,
     wrapper: opts.wrapper,
   });
+  const target = (s: State): Target => ({ name: `${name}/${s}`, origin: url, chatPath: '/api/v1/chat/completions', headers: { authorization: `Bearer ${keys[s].key}` }, pid: proc.pid, messagesPath: '/api/v1/messages', messagesHeaders: {} });
+  const targets = Object.fromEntries(states.map((s) => [s, target(s)])) as Record<State, Target>;
+  // One request per key: the governed one answers with rate-limit headers, the others without.
+  for (const s of states) {
+    const t = targets[s];
+    const res = await fetch(t.origin + t.chatPath, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody() });
+    await res.arrayBuffer();
+    if (res.status !== 200 || res.headers.has('x-ratelimit-limit-requests') !== (s === 'on')) throw new Error(`${name}: key ${s}: status ${res.status}, rate-limit headers ${res.headers.has('x-ratelimit-limit-requests')}`);
+  }
   const running: Running = {
     proc,
-    target: { name, origin: url, chatPath: '/api/v1/chat/completions', headers: { authorization: `Bearer ${k.key}` }, pid: proc.pid, messagesPath: '/api/v1/messages', messagesHeaders: {} },
+    target: targets.off,
     close: async () => {
       await proc.stop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-  return { name, running, admin: `http://127.0.0.1:${adminPort}`, states, slow: opts.wrapper !== undefined };
-}
-
-async function patch(g: Gateway, path: string, body: object): Promise<void> {
-  const res = await fetch(`${g.admin}/admin/v1/${path}`, { method: 'PATCH', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!res.ok) throw new Error(`${g.name}: PATCH ${path}: ${res.status} ${await res.text()}`);
-}
-
-/**
- * Puts the gateway in `state` with the same three admin writes whatever the state (organization, project, key), and
- * checks on one request that the live snapshot is the one asked for (rate-limit headers present or not).
- */
-async function switchTo(g: Gateway, state: State): Promise<void> {
-  if (g.current === state) return;
-  const on = state === 'on';
-  const one = values.rules === 'one';
-  await patch(g, 'organizations/bench', { limits: on && !one ? HIGH : null, budget: on && !one ? BUDGET : null });
-  await patch(g, 'projects/bench/bench', { limits: on && !one ? HIGH : null });
-  // The key's name is all that tells "off" from "off again": a new snapshot either way, nothing on the request path.
-  await patch(g, 'keys/bench-0', { name: state, limits: on ? (one ? { rpm: HIGH.rpm } : HIGH) : null, budget: on && !one ? BUDGET : null });
-  // The file watcher sees the admin API's own rename 50 ms later and reloads (same version, nothing changes): let it pass.
-  await new Promise((r) => setTimeout(r, g.slow ? 3000 : 200));
-  const t = g.running.target;
-  const res = await fetch(t.origin + t.chatPath, { method: 'POST', headers: { 'content-type': 'application/json', ...t.headers }, body: chatBody() });
-  await res.arrayBuffer();
-  if (res.status !== 200 || res.headers.has('x-ratelimit-limit-requests') !== on) throw new Error(`${g.name}: after switching to ${state}: status ${res.status}, rate-limit headers ${res.headers.has('x-ratelimit-limit-requests')}`);
-  g.current = state;
+  return { name, running, admin: `http://127.0.0.1:${adminPort}`, states, targets };
 }
 
 /** The gateway's count of Redis script calls, from its /metrics. */
@@ -173,11 +159,19 @@ async function redisCalls(admin: string): Promise<number> {
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }
 
-/** CPU seconds per request over `n` closed-loop requests after a warm-up of `warmup`. */
+// One connection pool per target for the whole run: segments are short, and connection setup is not what is measured.
+const pools = new Map<string, Pool>();
+function poolOf(t: Target): Pool {
+  let p = pools.get(t.name);
+  if (p === undefined) pools.set(t.name, (p = new Pool(t.origin, { connections: concurrency, pipelining: 1 })));
+  return p;
+}
+
+/** CPU seconds per request over `n` closed-loop requests after a lead-in of `warmup`. */
 async function segment(t: Target, body: string, n: number, warmup: number): Promise<number> {
-  if (warmup > 0 && (await closedLoop(t, body, warmup, concurrency)) > 0) throw new Error(`${t.name}: warm-up requests failed`);
+  if (warmup > 0 && (await closedLoop(t, body, warmup, concurrency, poolOf(t))) > 0) throw new Error(`${t.name}: warm-up requests failed`);
   const cpu0 = cpuSecondsFine(t.pid);
-  const failed = await closedLoop(t, body, n, concurrency);
+  const failed = await closedLoop(t, body, n, concurrency, poolOf(t));
   const cpu = cpuSecondsFine(t.pid) - cpu0;
   if (failed > 0) throw new Error(`${t.name}: ${failed} of ${n} requests failed`);
   return cpu / n;
@@ -226,13 +220,12 @@ function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
   return out;
 }
 /** Instructions per request of `n` requests, split (callgrind-split.ts): counting on only for them, then dumped. */
-async function countedSegment(g: Gateway, body: string, n: number, warmup: number): Promise<Count> {
-  const t = g.running.target;
-  if (warmup > 0 && (await closedLoop(t, body, warmup, 16)) > 0) throw new Error(`${t.name}: warm-up requests failed`);
-  const mine = () => new Set(readdirSync(instrDir).filter((f) => f.startsWith(`${t.name}.${t.pid}`)));
+async function countedSegment(t: Target, body: string, n: number, warmup: number): Promise<Count> {
+  if (warmup > 0 && (await closedLoop(t, body, warmup, concurrency, poolOf(t))) > 0) throw new Error(`${t.name}: warm-up requests failed`);
+  const mine = () => new Set(readdirSync(instrDir).filter((f) => f.includes(`.${t.pid}`)));
   const before = mine();
   execFileSync('callgrind_control', ['-i', 'on', String(t.pid)], { stdio: 'ignore' });
-  const failed = await closedLoop(t, body, n, 16);
+  const failed = await closedLoop(t, body, n, concurrency, poolOf(t));
   execFileSync('callgrind_control', ['-i', 'off', String(t.pid)], { stdio: 'ignore' });
   // A dump zeroes the counters: each segment's dump holds that segment only.
   execFileSync('callgrind_control', ['-d', String(t.pid)], { stdio: 'ignore' });
@@ -267,20 +260,16 @@ try {
   const cpu = new Map<string, number[]>();
   const push = (m: Map<string, number[]>, k: string, v: number) => m.set(k, [...(m.get(k) ?? []), v]);
   const callsPerRequest: number[] = [];
-  for (const g of gateways) {
-    await switchTo(g, 'on');
-    await segment(g.running.target, body, 0, 2000); // first warm-up: JIT the governed path as well
-  }
+  for (const g of gateways) for (const state of g.states) await segment(g.targets[state], body, 0, 1000); // first warm-up: every path compiled
   for (let round = 0; round < rounds; round++) {
     const rev = round % 2 === 1;
     const order = rev ? [...gateways].reverse() : gateways;
     if (bare && !rev) push(cpu, 'bare', await segment(bare.target, body, requests, warmup));
     for (const g of order) {
       for (const state of rev ? [...g.states].reverse() : g.states) {
-        await switchTo(g, state);
         const redis = g.name === 'limits-redis' && state === 'on';
         const c0 = redis ? await redisCalls(g.admin) : 0;
-        push(cpu, `${g.name}/${state}`, await segment(g.running.target, body, requests, warmup));
+        push(cpu, `${g.name}/${state}`, await segment(g.targets[state], body, requests, warmup));
         if (redis) callsPerRequest.push(((await redisCalls(g.admin)) - c0) / requests);
       }
     }
@@ -294,9 +283,7 @@ try {
     if (bare) push(p99, 'bare', await pacedP99(bare.target));
     for (const g of rev ? [...gateways].reverse() : gateways) {
       for (const state of rev ? [...g.states].reverse() : g.states) {
-        await switchTo(g, state);
-        await segment(g.running.target, body, 0, warmup);
-        push(p99, `${g.name}/${state}`, await pacedP99(g.running.target));
+        push(p99, `${g.name}/${state}`, await pacedP99(g.targets[state]));
       }
     }
   }
@@ -329,7 +316,7 @@ try {
       rows.push(row('limits-in-process', 'limits-in-process/on', off));
     } else rows.push(row(g.name, `${g.name}/on`, `${g.name}/off`));
   }
-  // Instructions: the in-process gateway (and the baseline's) again, under callgrind, toggled the same way. Converted
+  // Instructions: the in-process gateway (and the baseline's) again, under callgrind, keys alternated the same way. Converted
   // to µs with this run's native CPU per instruction of the "off" state (native µs per request / instructions per request).
   let instructions: LimitsResult['instructions'];
   const instrRequests = Number(values['instr-requests']);
@@ -340,16 +327,13 @@ try {
     if (values.baseline) counted.push(await startGateway('instr-baseline', up.target.origin, ['off', 'on'], { root: values.baseline, wrapper: callgrind('instr-baseline') }));
     gateways.push(...counted);
     const counts = new Map<string, Count[]>();
-    for (const g of counted) {
-      await switchTo(g, 'on');
-      await closedLoop(g.running.target, body, 6 * Number(values['instr-warmup']), 16); // V8 compiles the governed path before anything is counted
-    }
+    // V8 compiles every path before anything is counted.
+    for (const g of counted) for (const state of g.states) await closedLoop(g.targets[state], body, 3 * Number(values['instr-warmup']), concurrency, poolOf(g.targets[state]));
     for (let round = 0; round < Number(values['instr-rounds']); round++) {
       const rev = round % 2 === 1;
       for (const g of rev ? [...counted].reverse() : counted) {
         for (const state of rev ? [...g.states].reverse() : g.states) {
-          await switchTo(g, state);
-          const c = await countedSegment(g, body, instrRequests, Number(values['instr-warmup']));
+          const c = await countedSegment(g.targets[state], body, instrRequests, Number(values['instr-warmup']));
           counts.set(`${g.name}/${state}`, [...(counts.get(`${g.name}/${state}`) ?? []), c]);
           console.log(`${g.name}/${state}: ${(c.total / 1000).toFixed(1)}k instructions/request, rest ${(rest(c) / 1000).toFixed(1)}k`);
         }
@@ -388,6 +372,7 @@ try {
   if (result.redisCallsPerRequest !== undefined) console.log(`Redis script calls per request (closed loop, concurrency ${concurrency}): ${result.redisCallsPerRequest}`);
   console.log(`${RESULT_MARK}${JSON.stringify(result)}`);
 } finally {
+  for (const p of pools.values()) await p.close();
   await bare?.close();
   for (const g of gateways) await g.running.close();
   await up.close();
