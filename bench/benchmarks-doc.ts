@@ -546,7 +546,7 @@ function renderLimits(l: BenchResults['limits']): string {
   }
   if (l.governorAlone.length) {
     out.push('');
-    out.push('The governor alone (no network, in-process counters, its rate-limit headers set on a real Node response), CPU per admission + headers + settlement:');
+    out.push('The governor alone (no network, in-process counters, its rate-limit headers set on a real fastify reply), CPU per admission + headers + settlement:');
     out.push('');
     out.push(table(['rules on the key', 'µs'], l.governorAlone.map((g) => [g.rules, g.cpuUsPerRequest.toFixed(2)])));
   }

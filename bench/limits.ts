@@ -21,13 +21,12 @@
 import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { IncomingMessage, ServerResponse } from 'node:http';
-import { Socket } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import Fastify from 'fastify';
 import type { FastifyReply } from 'fastify';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import { Governor } from '../gateway/governance/governor.ts';
@@ -177,8 +176,24 @@ async function segment(t: Target, body: string, n: number, warmup: number): Prom
   return cpu / n;
 }
 
+/**
+ * A real fastify reply (of an injected request) for the governor to set its headers on, as in the gateway; Node
+ * validates them later in writeHead with the answer's other headers, which the whole-gateway figures count.
+ */
+async function realReply(): Promise<FastifyReply> {
+  const app = Fastify();
+  let captured: FastifyReply | undefined;
+  app.get('/', (_req, reply) => {
+    captured = reply;
+    return 'ok';
+  });
+  await app.inject('/');
+  await app.close();
+  return captured!;
+}
+
 /** The governor alone (no network): CPU per admission + headers + settlement, the part of the in-process figure that is ours. */
-function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
+async function governorAlone(): Promise<{ rules: string; cpuUsPerRequest: number }[]> {
   const k = generateApiKey();
   const out: { rules: string; cpuUsPerRequest: number }[] = [];
   for (const [label, keyExtra, orgExtra] of [
@@ -197,8 +212,7 @@ function governorAlone(): { rules: string; cpuUsPerRequest: number }[] {
     );
     const model = s.byName.get('m')!;
     const call: GovernedCall = { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! };
-    // A real response: the rate-limit headers are validated and stored the way Node does for every answer.
-    const reply = { raw: new ServerResponse(new IncomingMessage(new Socket())) } as unknown as FastifyReply;
+    const reply = await realReply();
     const row = { input: 20, output: 30, cacheRead: 0, cacheWrite: 0, costPoints: '0.0000213' } as LedgerRow;
     const g = new Governor({ backend: new MemoryBackend() });
     const n = 200_000;
@@ -240,7 +254,7 @@ const instrDir = mkdtempSync(join(tmpdir(), 'tollgate-limits-callgrind-'));
 const callgrind = (name: string) => ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(instrDir, name)}.%p`, '--dump-instr=no'];
 
 const loadBefore = loadavg()[0];
-const alone = wanted('alone') ? governorAlone() : [];
+const alone = wanted('alone') ? await governorAlone() : [];
 console.log('governor alone, in-process, µs CPU per admission + rate-limit headers + settlement:');
 console.table(alone);
 

@@ -30,7 +30,13 @@ function world(extra: { key?: Record<string, unknown>; org?: Record<string, unkn
 
 function fakeReply() {
   const headers: Record<string, string> = {};
-  return { headers, reply: { raw: { setHeader: (n: string, v: string) => (headers[n] = v) } } as unknown as FastifyReply };
+  const reply = {
+    header(n: string, v: string) {
+      headers[n] = v;
+      return reply;
+    },
+  };
+  return { headers, reply: reply as unknown as FastifyReply };
 }
 
 function call(w: ReturnType<typeof world>, model = 'm/a', requestBytes = 400): GovernedCall {

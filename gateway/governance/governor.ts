@@ -75,24 +75,23 @@ export class Governor {
   }
 
   private decide(t: Ticket, v: Verdict, reply: FastifyReply): Ticket {
-    const raw = reply.raw;
-    setRateHeaders(raw, t.call.family, t.rules, v, t.now);
+    setRateHeaders(reply, t.call.family, t.rules, v, t.now);
     if (!v.ok) {
       const r = t.rules[v.refused];
       if (r.kind === 'budget') {
-        raw.setHeader('x-should-retry', 'false');
+        reply.header('x-should-retry', 'false');
         const end = periodEnd(r.period!, t.now);
-        if (end !== Infinity) raw.setHeader('retry-after', String(Math.ceil((end - t.now) / 1000)));
+        if (end !== Infinity) reply.header('retry-after', String(Math.ceil((end - t.now) / 1000)));
         throw new GatewayError('quota_exceeded', `The ${r.period === 'total' ? 'total' : r.period === 'day' ? 'daily' : 'monthly'} budget of ${unitsToPoints(r.units!)} points for ${scopeText(r)} is spent.`);
       }
-      raw.setHeader('retry-after', String(Math.max(1, Math.ceil(v.retryAfterMs / 1000))));
-      raw.setHeader('retry-after-ms', String(Math.max(1, Math.ceil(v.retryAfterMs))));
+      reply.header('retry-after', String(Math.max(1, Math.ceil(v.retryAfterMs / 1000))));
+      reply.header('retry-after-ms', String(Math.max(1, Math.ceil(v.retryAfterMs))));
       throw new GatewayError('rate_limited', `Rate limit reached for ${scopeText(r)}${r.model ? ` on model ${r.model}` : ''}: ${limitText(r)}. Try again in ${Math.max(1, Math.ceil(v.retryAfterMs / 1000))}s.`);
     }
     for (let i = 0; i < t.rules.length; i++) {
       const r = t.rules[i];
       if (r.softUnits !== undefined && r.units! - (v.remaining[i] as bigint) >= r.softUnits) {
-        raw.setHeader('x-tollgate-budget-warning', `${scopeText(r)}: ${r.period} budget past ${unitsToPoints(r.softUnits)} of ${unitsToPoints(r.units!)} points`);
+        reply.header('x-tollgate-budget-warning', `${scopeText(r)}: ${r.period} budget past ${unitsToPoints(r.softUnits)} of ${unitsToPoints(r.units!)} points`);
         break;
       }
     }
