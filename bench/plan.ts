@@ -50,10 +50,10 @@ export const FULL: BenchPlan = {
   seedRows: 10_000_000,
   reportRepeats: 50,
   profileSeconds: 8,
-  limitsRequests: 2000,
-  limitsRounds: 15,
+  limitsRequests: 200,
+  limitsRounds: 150,
   limitsRateRounds: 3,
-  limitsInstrRequests: 1000,
+  limitsInstrRequests: 0,
 };
 
 export const SMOKE: BenchPlan = {
@@ -75,8 +75,8 @@ export const SMOKE: BenchPlan = {
   seedRows: 10_000,
   reportRepeats: 5,
   profileSeconds: 0,
-  limitsRequests: 300,
-  limitsRounds: 1,
+  limitsRequests: 100,
+  limitsRounds: 2,
   limitsRateRounds: 1,
   limitsInstrRequests: 0,
 };
