@@ -515,7 +515,7 @@ export function renderBenchmarks(r: BenchResults): string {
   return s.join('\n');
 }
 
-function renderLimits(l: BenchResults['limits']): string {
+export function renderLimits(l: BenchResults['limits']): string {
   if (l === undefined) return 'Not measured in this run.';
   if ('error' in l) return `\`bench/limits.ts\` failed: ${l.error}`;
   const out: string[] = [];

@@ -183,16 +183,18 @@ async function segment(t: Target, body: string, n: number, warmup: number): Prom
  * A real fastify reply (of an injected request) for the governor to set its headers on, as in the gateway; Node
  * validates them later in writeHead with the answer's other headers, which the whole-gateway figures count.
  */
-async function realReply(): Promise<FastifyReply> {
+async function realReply(): Promise<{ reply: FastifyReply }> {
   const app = Fastify();
   let captured: FastifyReply | undefined;
   app.get('/', (_req, reply) => {
     captured = reply;
     return 'ok';
   });
-  await app.inject('/');
+  const res = await app.inject('/');
   await app.close();
-  return captured!;
+  if (captured === undefined) throw new Error(`no reply captured: ${res.statusCode} ${res.body}`);
+  // Wrapped: a fastify reply is thenable, and awaiting it would wait for the (finished) answer instead.
+  return { reply: captured };
 }
 
 /** The governor alone (no network): CPU per admission + headers + settlement, the part of the in-process figure that is ours. */
@@ -215,7 +217,7 @@ async function governorAlone(): Promise<{ rules: string; cpuUsPerRequest: number
     );
     const model = s.byName.get('m')!;
     const call: GovernedCall = { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! };
-    const reply = await realReply();
+    const { reply } = await realReply();
     const row = { input: 20, output: 30, cacheRead: 0, cacheWrite: 0, costPoints: '0.0000213' } as LedgerRow;
     const g = new Governor({ backend: new MemoryBackend() });
     const n = 200_000;
