@@ -83,7 +83,7 @@ export interface LimitsResult {
   rounds: number;
   /** p99 rounds at the fixed rate. */
   rateRounds?: number;
-  /** "toggle": limits switched on and off inside each gateway process, CPU from schedstat (ns). Absent: one process per state, /proc ticks. */
+  /** "toggle": keys with and without limits compared inside each gateway process, CPU from schedstat (ns). Absent: one process per state, /proc ticks. */
   method?: 'toggle';
   concurrency: number;
   rate: number;
@@ -95,7 +95,7 @@ export interface LimitsResult {
   /** One clock tick of /proc CPU time spread over a round's requests: no smaller difference can be read. */
   cpuResolutionUs?: number;
   /**
-   * bench/limits.ts --instr-requests: the in-process gateway toggled under callgrind. "added" is the median over the
+   * bench/limits.ts --instr-requests: the in-process gateway under callgrind, keys alternated. "added" is the median over the
    * rounds of (state − off) in instructions other than GC and compiler, in µs at this run's native µs per instruction.
    */
   instructions?: {
@@ -521,7 +521,7 @@ export function renderLimits(l: BenchResults['limits']): string {
   const out: string[] = [];
   if (l.method === 'toggle') {
     out.push(
-      `\`bench/limits.ts\` in its own process: the bare floor and two tollgate gateways on Postgres, one counting in-process and one in the machine's Redis, every limit far above the load so nothing is refused: what is measured is the cost of counting. The governed key has 13 rules (key, project and organization each with rpm, tpm and concurrency, plus month and total budgets on the key and the organization). Limits are switched on and off inside each gateway process through the admin API (organization, project and key PATCHed; the API answers once the new snapshot is live, and one request checks the rate-limit headers), so the comparison holds no process-to-process difference of JIT or heap layout (two identical gateways used to read up to 18 µs apart). ${l.rounds} rounds; in each, every state of each gateway runs a segment of ${(l.warmup ?? 0).toLocaleString('en-US')} unmeasured then ${l.requests.toLocaleString('en-US')} measured requests at concurrency ${l.concurrency}, every other round in reverse order. CPU is the gateway's threads' time on a CPU from the scheduler's nanosecond clock (\`/proc/<pid>/task/*/schedstat\`), not 10 ms ticks. "added" is the median over the rounds of (state − limits off) in the same round and gateway, with the quartiles of those differences. The control, limits-off-again, switches the in-process gateway between two "off" configurations that differ only in the key's name: its "added" is what the method reads when nothing changed. On a busy machine CPU time per request still moves by tens of µs between segments (other processes' load changes caches and frequency), so the instruction counts below, which no neighbour moves, are the figure for a few µs. p99 at ${l.rate} req/s for ${l.rateSeconds} s per state, median over ${l.rateRounds ?? 1} rounds (open loop). Load average ${l.loadBefore.toFixed(1)} before, ${l.loadAfter.toFixed(1)} after.`,
+      `\`bench/limits.ts\` in its own process: the bare floor and tollgate gateways on Postgres, one counting in-process and one in the machine's Redis, every limit far above the load so nothing is refused: what is measured is the cost of counting. Each gateway serves keys in separate organizations, all in one snapshot: one whose key, project and organization carry 13 rules (rpm, tpm and concurrency on each scope, plus month and total budgets on the key and the organization) and one, in the in-process gateway two, without any. Comparing keys inside one process leaves out what used to swamp the figure, the difference between two processes (JIT decisions, heap layout: two identical gateways read up to 18 µs apart), and needs no reload between segments. ${l.rounds} rounds; in each, every key runs a segment of ${(l.warmup ?? 0).toLocaleString('en-US')} unmeasured then ${l.requests.toLocaleString('en-US')} measured requests at concurrency ${l.concurrency} (tens of ms, so the two segments of a pair see the same neighbours), every other round in reverse order. CPU is the gateway's threads' time on a CPU from the scheduler's nanosecond clock (\`/proc/<pid>/task/*/schedstat\`), not 10 ms ticks. "added" is the median over the rounds of (key − unlimited key) in the same round and gateway, with the quartiles of those differences. The control, limits-off-again, is the second unlimited key against the first: its "added" is what the method reads when nothing differs, and a difference smaller than it is not resolved. p99 at ${l.rate} req/s for ${l.rateSeconds} s per key, median over ${l.rateRounds ?? 1} rounds (open loop). Load average ${l.loadBefore.toFixed(1)} before, ${l.loadAfter.toFixed(1)} after.`,
     );
   } else {
     out.push(
@@ -535,7 +535,7 @@ export function renderLimits(l: BenchResults['limits']): string {
     const i = l.instructions;
     out.push('');
     out.push(
-      `Instructions (valgrind callgrind, counting only during each segment): the in-process gateway again, toggled the same way under callgrind, ${i.rounds} rounds of ${i.requests.toLocaleString('en-US')} requests per state. "added" compares instructions other than GC and the optimising compiler (which valgrind's 50× slower clock changes), median over the rounds of (state − off), converted to µs with this run's native CPU per instruction of the "off" state (${(i.usPerInstruction * 1e6).toFixed(1)} µs per million instructions).`,
+      `Instructions (valgrind callgrind, counting only during each segment): the in-process gateway again, its keys alternated the same way under callgrind, ${i.rounds} rounds of ${i.requests.toLocaleString('en-US')} requests per state. "added" compares instructions other than GC and the optimising compiler (which valgrind's 50× slower clock changes), median over the rounds of (state − off), converted to µs with this run's native CPU per instruction of the "off" state (${(i.usPerInstruction * 1e6).toFixed(1)} µs per million instructions).`,
     );
     out.push('');
     out.push(table(['target', 'instructions / request', 'without GC and compiler', 'added', 'added, µs'], i.targets.map((t) => [t.target, t.instructionsPerRequest.toLocaleString('en-US'), t.restPerRequest.toLocaleString('en-US'), t.target === 'limits-off' ? '—' : t.addedInstructions.toLocaleString('en-US'), t.target === 'limits-off' ? '—' : t.addedUs.toFixed(2)])));
