@@ -7,8 +7,9 @@
 //   identical gateways read 18 µs apart) is not in the comparison, and no reload happens between segments.
 // - Many short segments: every round runs each key's segment (a short unmeasured lead-in that takes the previous
 //   segment's tail of ledger work, then a fixed count of requests), every other round in reverse order. A segment
-//   lasts tens of ms, so a pair sees the same neighbours; 150 rounds of 200 requests gave quartiles of about ±11 µs
-//   per pair and a control median within 0.5 µs of zero at load average 8-11 (the median's error: about 1.5 µs).
+//   lasts tens of ms, so a pair sees the same neighbours. At load average 6-11 on 2 cores a pair's difference still
+//   spreads ±10-20 µs (quartiles); the control's median read -0.4 and -1.2 µs with the in-process gateways alone
+//   (150 and 300 rounds) but -8.4 µs with every gateway in the round: read "added" against the control.
 // - CPU from the scheduler's nanosecond clock (/proc/<pid>/task/*/schedstat, all threads), not 10 ms ticks.
 // - "added" is the median over the rounds of (state − off) in the same round, with its quartiles; the control is
 //   off-again − off, the method's own noise.
