@@ -256,7 +256,8 @@ async function countedSegment(t: Target, body: string, n: number, warmup: number
   const parts = split(join(instrDir, file));
   return { total: total / n, majorGc: parts.majorGc / n, otherGc: parts.otherGc / n, compiler: parts.compiler / n };
 }
-const instrDir = mkdtempSync(join(tmpdir(), 'tollgate-limits-callgrind-'));
+// Made only when instructions are counted (and removed at the end).
+const instrDir = Number(values['instr-requests']) > 0 ? mkdtempSync(join(tmpdir(), 'tollgate-limits-callgrind-')) : '';
 const callgrind = (name: string) => ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(instrDir, name)}.%p`, '--dump-instr=no'];
 
 const loadBefore = loadavg()[0];
@@ -405,5 +406,5 @@ try {
     if (keys.length) await redis.del(...keys);
   } while (cursor !== '0');
   redis.disconnect();
-  rmSync(instrDir, { recursive: true, force: true });
+  if (instrDir) rmSync(instrDir, { recursive: true, force: true });
 }
