@@ -66,17 +66,25 @@ export interface BenchResults {
 
 export interface LimitsTargetRow {
   target: string;
-  /** Median over the rounds, gateway process CPU (user + system) per request. */
+  /** Median over the rounds, gateway process CPU per request. */
   cpuUsPerRequest: number;
-  /** Median over the rounds of (this target − limits-off) in the same round. */
+  /** Median over the rounds of (this target − limits off) in the same round (limits-redis: its own gateway's "off"). */
   addedVsOffUs: number;
+  /** The first and third quartiles of those per-round differences. */
+  addedQuartilesUs?: [number, number];
   p99AtRateMs: number;
   p99AddedVsOffMs: number;
 }
 
 export interface LimitsResult {
+  /** Requests per segment (one state of one gateway in one round), after `warmup` unmeasured ones. */
   requests: number;
+  warmup?: number;
   rounds: number;
+  /** p99 rounds at the fixed rate. */
+  rateRounds?: number;
+  /** "toggle": keys with and without limits compared inside each gateway process, CPU from schedstat (ns). Absent: one process per state, /proc ticks. */
+  method?: 'toggle';
   concurrency: number;
   rate: number;
   rateSeconds: number;
@@ -86,6 +94,16 @@ export interface LimitsResult {
   targets: LimitsTargetRow[];
   /** One clock tick of /proc CPU time spread over a round's requests: no smaller difference can be read. */
   cpuResolutionUs?: number;
+  /**
+   * bench/limits.ts --instr-requests: the in-process gateway under callgrind, keys alternated. "added" is the median over the
+   * rounds of (state − off) in instructions other than GC and compiler, in µs at this run's native µs per instruction.
+   */
+  instructions?: {
+    requests: number;
+    rounds: number;
+    usPerInstruction: number;
+    targets: { target: string; instructionsPerRequest: number; restPerRequest: number; addedInstructions: number; addedUs: number }[];
+  };
   /** limits-redis: script calls sent to Redis per request in the closed-loop rounds (median), from its /metrics. */
   redisCallsPerRequest?: number;
 }
@@ -205,9 +223,23 @@ function targets(r: BenchResults): Target[] {
   if (r.limits && 'targets' in r.limits) {
     const bare = r.limits.targets.find((t) => t.target === 'bare');
     const control = r.limits.targets.find((t) => t.target === 'limits-off-again');
+    const counted = r.limits.instructions?.targets;
+    const instrControl = counted?.find((t) => t.target === 'limits-off-again');
     for (const t of r.limits.targets) {
       const goal = LIMITS_GOAL_US[t.target];
       if (goal === undefined) continue;
+      // In-process: the instruction count (converted to µs) decides when it was measured; no neighbour moves it.
+      const instr = counted?.find((c) => c.target === t.target);
+      if (instr && instrControl) {
+        out.push({
+          name: 'CPU a governed request adds over limits off, counters in-process (13 rules: key, project, organization)',
+          goal: `≤ ${goal} µs`,
+          figure: `${instr.addedUs.toFixed(2)} µs from ${instr.addedInstructions.toLocaleString('en-US')} instructions (control, limits off twice: ${instrControl.addedUs.toFixed(2)} µs; CPU time: ${t.addedVsOffUs.toFixed(1)} µs, control ${control ? control.addedVsOffUs.toFixed(1) : 'n/a'} µs)`,
+          met: Math.abs(instrControl.addedUs) > goal ? undefined : instr.addedUs <= goal,
+          floor: bare ? `${bare.cpuUsPerRequest.toFixed(1)} µs` : undefined,
+        });
+        continue;
+      }
       out.push({
         name: `CPU a governed request adds over limits off, ${t.target === 'limits-redis' ? 'counters in Redis' : 'counters in-process'} (13 rules: key, project, organization)`,
         goal: `≤ ${goal} µs`,
@@ -483,22 +515,38 @@ export function renderBenchmarks(r: BenchResults): string {
   return s.join('\n');
 }
 
-function renderLimits(l: BenchResults['limits']): string {
+export function renderLimits(l: BenchResults['limits']): string {
   if (l === undefined) return 'Not measured in this run.';
   if ('error' in l) return `\`bench/limits.ts\` failed: ${l.error}`;
   const out: string[] = [];
-  out.push(
-    `\`bench/limits.ts\` in its own process, the same way as above: the bare floor and four tollgate gateways on Postgres (limits off; limits off again, the control; limits counted in-process; limits counted in the machine's Redis), every limit far above the load so nothing is refused: what is measured is the cost of counting. The governed key has 13 rules (key, project and organization each with rpm, tpm and concurrency, plus month and total budgets on the key and the organization). ${l.rounds} interleaved rounds of ${l.requests.toLocaleString('en-US')} requests at concurrency ${l.concurrency}, gateway process CPU (user + system from /proc), every other round in reverse order; "added" is the median over the rounds of the difference to limits off in the same round. The control's "added" is what the method reads between two identical gateways: differences smaller than it are not resolved by this run. p99 at ${l.rate} req/s for ${l.rateSeconds} s per round (open loop), median over the rounds. Load average ${l.loadBefore.toFixed(1)} before, ${l.loadAfter.toFixed(1)} after.`,
-  );
+  if (l.method === 'toggle') {
+    out.push(
+      `\`bench/limits.ts\` in its own process: the bare floor and tollgate gateways on Postgres, one counting in-process and one in the machine's Redis, every limit far above the load so nothing is refused: what is measured is the cost of counting. Each gateway serves keys in separate organizations, all in one snapshot: one whose key, project and organization carry 13 rules (rpm, tpm and concurrency on each scope, plus month and total budgets on the key and the organization) and one, in the in-process gateway two, without any. Comparing keys inside one process leaves out what used to swamp the figure, the difference between two processes (JIT decisions, heap layout: two identical gateways read up to 18 µs apart), and needs no reload between segments. ${l.rounds} rounds; in each, every key runs a segment of ${(l.warmup ?? 0).toLocaleString('en-US')} unmeasured then ${l.requests.toLocaleString('en-US')} measured requests at concurrency ${l.concurrency} (tens of ms, so the two segments of a pair see the same neighbours), every other round in reverse order. CPU is the gateway's threads' time on a CPU from the scheduler's nanosecond clock (\`/proc/<pid>/task/*/schedstat\`), not 10 ms ticks. "added" is the median over the rounds of (key − unlimited key) in the same round and gateway, with the quartiles of those differences. The control, limits-off-again, is the second unlimited key against the first: its "added" is what the method reads when nothing differs, and a difference smaller than it is not resolved. p99 at ${l.rate} req/s for ${l.rateSeconds} s per key, median over ${l.rateRounds ?? 1} rounds (open loop). Load average ${l.loadBefore.toFixed(1)} before, ${l.loadAfter.toFixed(1)} after.`,
+    );
+  } else {
+    out.push(
+      `\`bench/limits.ts\` in its own process, the same way as above: the bare floor and four tollgate gateways on Postgres (limits off; limits off again, the control; limits counted in-process; limits counted in the machine's Redis), every limit far above the load so nothing is refused: what is measured is the cost of counting. ${l.rounds} interleaved rounds of ${l.requests.toLocaleString('en-US')} requests at concurrency ${l.concurrency}, gateway process CPU (user + system from /proc); "added" is the median over the rounds of the difference to limits off in the same round. Load average ${l.loadBefore.toFixed(1)} before, ${l.loadAfter.toFixed(1)} after.`,
+    );
+  }
   out.push('');
-  out.push(table(['target', 'CPU µs / request', 'added vs limits off, µs', `p99 at ${l.rate} req/s, ms`, 'p99 added, ms'], l.targets.map((t) => [t.target, t.cpuUsPerRequest.toFixed(1), t.target === 'limits-off' ? '—' : t.addedVsOffUs.toFixed(1), t.p99AtRateMs.toFixed(2), t.target === 'limits-off' ? '—' : t.p99AddedVsOffMs.toFixed(2)])));
+  const quartiles = (t: LimitsTargetRow) => (t.addedQuartilesUs ? ` (${t.addedQuartilesUs[0].toFixed(1)} … ${t.addedQuartilesUs[1].toFixed(1)})` : '');
+  out.push(table(['target', 'CPU µs / request', 'added vs limits off, µs (quartiles)', `p99 at ${l.rate} req/s, ms`, 'p99 added, ms'], l.targets.map((t) => [t.target, t.cpuUsPerRequest.toFixed(1), t.target === 'limits-off' ? '—' : t.addedVsOffUs.toFixed(1) + quartiles(t), t.p99AtRateMs.toFixed(2), t.target === 'limits-off' ? '—' : t.p99AddedVsOffMs.toFixed(2)])));
+  if (l.instructions) {
+    const i = l.instructions;
+    out.push('');
+    out.push(
+      `Instructions (valgrind callgrind, counting only during each segment): the in-process gateway again, its keys alternated the same way under callgrind, ${i.rounds} rounds of ${i.requests.toLocaleString('en-US')} requests per state. "added" compares instructions other than GC and the optimising compiler (which valgrind's 50× slower clock changes), median over the rounds of (state − off), converted to µs with this run's native CPU per instruction of the "off" state (${(i.usPerInstruction * 1e6).toFixed(1)} µs per million instructions).`,
+    );
+    out.push('');
+    out.push(table(['target', 'instructions / request', 'without GC and compiler', 'added', 'added, µs'], i.targets.map((t) => [t.target, t.instructionsPerRequest.toLocaleString('en-US'), t.restPerRequest.toLocaleString('en-US'), t.target === 'limits-off' ? '—' : t.addedInstructions.toLocaleString('en-US'), t.target === 'limits-off' ? '—' : t.addedUs.toFixed(2)])));
+  }
   if (l.redisCallsPerRequest !== undefined) {
     out.push('');
     out.push(`limits-redis sent ${l.redisCallsPerRequest} Redis script calls per request (median over the rounds, from its \`tollgate_limits_redis_calls_total\`): each call carries the admissions of one event-loop turn and the settlements queued since, so a request never waits for more than one round trip.`);
   }
   if (l.governorAlone.length) {
     out.push('');
-    out.push('The governor alone (no network, in-process counters, its rate-limit headers set on a real Node response), CPU per admission + headers + settlement:');
+    out.push('The governor alone (no network, in-process counters, its rate-limit headers set on a real fastify reply), CPU per admission + headers + settlement:');
     out.push('');
     out.push(table(['rules on the key', 'µs'], l.governorAlone.map((g) => [g.rules, g.cpuUsPerRequest.toFixed(2)])));
   }

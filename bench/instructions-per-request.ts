@@ -17,6 +17,8 @@ import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
 import { chatBody, closedLoop } from './load.ts';
 import type { Target } from './load.ts';
+import { rest, split } from './callgrind-split.ts';
+import type { Count } from './callgrind-split.ts';
 import { startBare, startTollgate, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
 
@@ -39,30 +41,6 @@ async function send(t: Target, n: number): Promise<void> {
 
 const outDir = mkdtempSync(join(tmpdir(), 'tollgate-callgrind-'));
 const callgrind = (name: string) => ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(outDir, name)}.%p`, '--dump-instr=no'];
-
-/** Counts over `requests` once warm, then dumps and stops the server. */
-interface Count {
-  total: number;
-  majorGc: number;
-  otherGc: number;
-  compiler: number;
-}
-
-/** Self instructions per function from the dump, grouped (callgrind_annotate; JIT code has no symbols). */
-function split(file: string): Omit<Count, 'total'> {
-  const text = execFileSync('callgrind_annotate', ['--inclusive=no', '--threshold=100', file], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
-  const c = { majorGc: 0, otherGc: 0, compiler: 0 };
-  for (const line of text.split('\n')) {
-    const m = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line);
-    if (!m || m[2].includes('PROGRAM TOTALS')) continue;
-    const n = Number(m[1].replaceAll(',', ''));
-    const f = m[2];
-    if (/Marking|MarkCompact|Sweeper|IterateObjectCache|StringTableCleaner/.test(f)) c.majorGc += n;
-    else if (/Scaveng|heap::|v8::internal::Heap|PagedSpace|GlobalHandles|MemoryChunk|FreeList/.test(f)) c.otherGc += n;
-    else if (/compiler::|maglev|turboshaft/i.test(f)) c.compiler += n;
-  }
-  return c;
-}
 
 async function measure(start: () => Promise<Running>): Promise<Count> {
   const r = await start();
@@ -119,7 +97,6 @@ try {
     results.push({ name: p.name, ...c });
     console.error(`${p.name}: ${(c.total / 1000).toFixed(0)}k instructions/request`);
   }
-  const rest = (c: Count) => c.total - c.majorGc - c.otherGc - c.compiler;
   const floor = Math.min(...results.filter((r) => r.name.startsWith('bare')).map(rest));
   const k = (n: number) => `${(n / 1000).toFixed(0)}k`.padStart(8);
   console.log(`instructions per request (callgrind, ${requests} requests after ${values.warmup} warm-up, gateway process only)`);

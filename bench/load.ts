@@ -355,9 +355,12 @@ export async function concurrentStreams(t: Target, body: string, opts: { count: 
   }
 }
 
-/** Exactly `n` chat requests, `concurrency` at a time, each answer read whole; how many were not 200. */
-export async function closedLoop(t: Target, body: string, n: number, concurrency: number): Promise<number> {
-  const pool = new Pool(t.origin, { connections: concurrency, pipelining: 1 });
+/**
+ * Exactly `n` chat requests, `concurrency` at a time, each answer read whole; how many were not 200. A caller that
+ * runs many short segments passes its own `pool` (kept open): no connection setup inside a measured segment.
+ */
+export async function closedLoop(t: Target, body: string, n: number, concurrency: number, own?: Pool): Promise<number> {
+  const pool = own ?? new Pool(t.origin, { connections: concurrency, pipelining: 1 });
   const headers = { 'content-type': 'application/json', ...t.headers };
   let sent = 0;
   let failed = 0;
@@ -373,7 +376,7 @@ export async function closedLoop(t: Target, body: string, n: number, concurrency
       }),
     );
   } finally {
-    await pool.close();
+    if (own === undefined) await pool.close();
   }
   return failed;
 }

@@ -21,9 +21,14 @@ export interface BenchPlan {
   seedRows: number;
   reportRepeats: number;
   profileSeconds: number;
-  /** bench/limits.ts: requests per round per target, and rounds (its fixed rate is `rate` for `rateSeconds`). */
+  /**
+   * bench/limits.ts: requests per segment (one state of one gateway in one round) and rounds; rounds of p99 at the
+   * fixed rate (`rate` for `rateSeconds`); requests per segment counted under callgrind (0: not run).
+   */
   limitsRequests: number;
   limitsRounds: number;
+  limitsRateRounds: number;
+  limitsInstrRequests: number;
 }
 
 export const FULL: BenchPlan = {
@@ -45,8 +50,10 @@ export const FULL: BenchPlan = {
   seedRows: 10_000_000,
   reportRepeats: 50,
   profileSeconds: 8,
-  limitsRequests: 5000,
-  limitsRounds: 3,
+  limitsRequests: 200,
+  limitsRounds: 150,
+  limitsRateRounds: 3,
+  limitsInstrRequests: 0,
 };
 
 export const SMOKE: BenchPlan = {
@@ -68,6 +75,8 @@ export const SMOKE: BenchPlan = {
   seedRows: 10_000,
   reportRepeats: 5,
   profileSeconds: 0,
-  limitsRequests: 300,
-  limitsRounds: 1,
+  limitsRequests: 100,
+  limitsRounds: 2,
+  limitsRateRounds: 1,
+  limitsInstrRequests: 0,
 };

@@ -312,7 +312,10 @@ async function main(): Promise<void> {
 
   // --- Rate limits and budgets: CPU per request off / in-process / Redis, beside its own bare floor.
   log('limits: off, in-process, Redis');
-  const lim = await runChild(['bench/limits.ts', '--requests', String(plan.limitsRequests), '--rounds', String(plan.limitsRounds), '--rate', String(plan.rate), '--rate-seconds', String(plan.rateSeconds)], {});
+  const lim = await runChild(
+    ['bench/limits.ts', '--requests', String(plan.limitsRequests), '--rounds', String(plan.limitsRounds), '--rate', String(plan.rate), '--rate-seconds', String(plan.rateSeconds), '--rate-rounds', String(plan.limitsRateRounds), '--instr-requests', String(plan.limitsInstrRequests)],
+    {},
+  );
   results.limits = parseLimitsResult(lim.output) ?? { error: `exit ${lim.code}: ${lim.output.slice(-400)}` };
 
   results.machine.loadAfter = loadavg()[0];

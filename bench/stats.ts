@@ -42,3 +42,5 @@ export const mb = (bytes: number): string => (Number.isFinite(bytes) ? (bytes / 
 export const ratio = (a: number, b: number): string => (Number.isFinite(a / b) && b !== 0 ? (a / b).toFixed(2) + '×' : 'n/a');
 /** The middle value (the upper one of an even count). */
 export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+/** The q-quantile (0..1) of `xs`, nearest rank; NaN when empty. */
+export const quantile = (xs: number[], q: number): number => (xs.length === 0 ? NaN : [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))]);

@@ -9,7 +9,7 @@ import type { SnapshotInput } from '../snapshot/schema.ts';
 import { Governor } from './governor.ts';
 import type { GovernedCall } from './governor.ts';
 import { MemoryBackend } from './memory-backend.ts';
-import { pointsToUnits, split, join, unitsToPoints } from './spend-units.ts';
+import { costToUnits, pointsToUnits, split, join, unitsToPoints } from './spend-units.ts';
 
 const K = generateApiKey();
 
@@ -30,7 +30,13 @@ function world(extra: { key?: Record<string, unknown>; org?: Record<string, unkn
 
 function fakeReply() {
   const headers: Record<string, string> = {};
-  return { headers, reply: { raw: { setHeader: (n: string, v: string) => (headers[n] = v) } } as unknown as FastifyReply };
+  const reply = {
+    header(n: string, v: string) {
+      headers[n] = v;
+      return reply;
+    },
+  };
+  return { headers, reply: reply as unknown as FastifyReply };
 }
 
 function call(w: ReturnType<typeof world>, model = 'm/a', requestBytes = 400): GovernedCall {
@@ -60,6 +66,14 @@ describe('spend units', () => {
     expect(pointsToUnits('0.0000000000000001')).toBe(1n);
     const u = -pointsToUnits('3.25');
     expect(join(...split(u))).toBe(u);
+  });
+
+  it('reads a ledger cost the same way on its short path as the general parse', () => {
+    for (const text of ['0.0000213', '12.5', '3', '0.000000000000001', '0.0000000000000001', '0.1234567890123456789', '1e-7', '2.50', '007.10']) {
+      expect(costToUnits(text)).toBe(pointsToUnits(text));
+    }
+    expect(() => costToUnits('1.2.3')).toThrow();
+    expect(() => costToUnits('-1.5')).toThrow();
   });
 });
 

@@ -5,17 +5,16 @@ import type { FastifyReply } from 'fastify';
 import { selectTier } from '../billing/pricing.ts';
 import type { BillingRule, CompiledPricing } from '../billing/pricing.ts';
 import type { Decimal } from '../billing/decimal.ts';
-import { parseDecimal } from '../billing/decimal.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerRow } from '../ledger/row.ts';
 import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';
-import type { CounterBackend, Verdict } from './backend.ts';
+import type { AdmitInput, CounterBackend, SettleInput, Verdict } from './backend.ts';
 import { setRateHeaders } from './headers.ts';
 import type { LimitsView } from './limits-view.ts';
 import { periodEnd, periodId } from './periods.ts';
 import type { Rule } from './rules.ts';
-import { toUnits, unitsToPoints } from './spend-units.ts';
+import { costToUnits, toUnits, unitsToPoints } from './spend-units.ts';
 
 export type { LimitsView } from './limits-view.ts';
 
@@ -68,32 +67,31 @@ export class Governor {
     const { keys: spendKeys, budgets } = spendKeysOf(rules, now);
     // The reservation: the request's input priced as if 4 bytes were one token (no output assumed). See docs/limits.md for the bound this gives.
     const reserve = !budgets || call.billing === 'output_only' ? 0n : inputUnits(call.model.pricing, Math.ceil(call.requestBytes / 4), call.key.organization.discount);
-    const ticket = new Ticket(this, call, rules, spendKeys, now, reserve, budgets);
-    const leaseMs = call.targets[0].provider.timeouts.totalMs + this.leaseGraceMs;
-    const v = this.backend.admit({ rules, spendKeys: ticket.spendKeys, now, lease: ticket.lease, leaseMs, tokens: ticket.tokens, reserve });
+    const ticket = new Ticket(this, call, rules, spendKeys, now, reserve, budgets, call.targets[0].provider.timeouts.totalMs + this.leaseGraceMs);
+    // The ticket is the backend's admission input (and later its settlement input): no object built per call.
+    const v = this.backend.admit(ticket);
     if (v instanceof Promise) return v.then((verdict) => this.decide(ticket, verdict, reply));
     return this.decide(ticket, v, reply);
   }
 
   private decide(t: Ticket, v: Verdict, reply: FastifyReply): Ticket {
-    const raw = reply.raw;
-    setRateHeaders(raw, t.call.family, t.rules, v, t.now);
+    setRateHeaders(reply, t.call.family, t.rules, v, t.now);
     if (!v.ok) {
       const r = t.rules[v.refused];
       if (r.kind === 'budget') {
-        raw.setHeader('x-should-retry', 'false');
+        reply.header('x-should-retry', 'false');
         const end = periodEnd(r.period!, t.now);
-        if (end !== Infinity) raw.setHeader('retry-after', String(Math.ceil((end - t.now) / 1000)));
+        if (end !== Infinity) reply.header('retry-after', String(Math.ceil((end - t.now) / 1000)));
         throw new GatewayError('quota_exceeded', `The ${r.period === 'total' ? 'total' : r.period === 'day' ? 'daily' : 'monthly'} budget of ${unitsToPoints(r.units!)} points for ${scopeText(r)} is spent.`);
       }
-      raw.setHeader('retry-after', String(Math.max(1, Math.ceil(v.retryAfterMs / 1000))));
-      raw.setHeader('retry-after-ms', String(Math.max(1, Math.ceil(v.retryAfterMs))));
+      reply.header('retry-after', String(Math.max(1, Math.ceil(v.retryAfterMs / 1000))));
+      reply.header('retry-after-ms', String(Math.max(1, Math.ceil(v.retryAfterMs))));
       throw new GatewayError('rate_limited', `Rate limit reached for ${scopeText(r)}${r.model ? ` on model ${r.model}` : ''}: ${limitText(r)}. Try again in ${Math.max(1, Math.ceil(v.retryAfterMs / 1000))}s.`);
     }
     for (let i = 0; i < t.rules.length; i++) {
       const r = t.rules[i];
       if (r.softUnits !== undefined && r.units! - (v.remaining[i] as bigint) >= r.softUnits) {
-        raw.setHeader('x-tollgate-budget-warning', `${scopeText(r)}: ${r.period} budget past ${unitsToPoints(r.softUnits)} of ${unitsToPoints(r.units!)} points`);
+        reply.header('x-tollgate-budget-warning', `${scopeText(r)}: ${r.period} budget past ${unitsToPoints(r.softUnits)} of ${unitsToPoints(r.units!)} points`);
         break;
       }
     }
@@ -170,20 +168,27 @@ function inputUnits(pricing: CompiledPricing, tokens: number, orgDiscount: Decim
   return toUnits({ units: BigInt(tokens) * price.units * discount.units, scale: price.scale + 6 + discount.scale });
 }
 
-/** One admitted request: knows what it reserved, learns the exact charge from the ledger row, settles once. */
-export class Ticket {
-  readonly lease: string;
+/**
+ * One admitted request: knows what it reserved, learns the exact charge from the ledger row, settles once. It is the
+ * backend's input for both (AdmitInput, then SettleInput once finished).
+ */
+export class Ticket implements AdmitInput, SettleInput {
   readonly tokens: number;
   readonly call: GovernedCall;
   readonly rules: readonly Rule[];
   readonly spendKeys: readonly (string | undefined)[];
   readonly now: number;
   readonly reserve: bigint;
+  readonly leaseMs: number;
+  /** Set by finish: real tokens minus the estimate, exact charge minus the reservation. */
+  tokensDelta = 0;
+  spendDelta = 0n;
   private readonly gov: Governor;
   private readonly budgets: boolean;
   private row: LedgerRow | undefined;
+  private leaseId: string | undefined;
   private done = false;
-  constructor(gov: Governor, call: GovernedCall, rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number, reserve: bigint, budgets: boolean) {
+  constructor(gov: Governor, call: GovernedCall, rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number, reserve: bigint, budgets: boolean, leaseMs: number) {
     this.budgets = budgets;
     this.gov = gov;
     this.call = call;
@@ -191,8 +196,13 @@ export class Ticket {
     this.spendKeys = spendKeys;
     this.now = now;
     this.reserve = reserve;
-    this.lease = `${POD}:${++seq}`;
+    this.leaseMs = leaseMs;
     this.tokens = Math.ceil(call.requestBytes / 4);
+  }
+
+  /** The concurrency lease member, named on first use: in-process counters never ask for it. */
+  get lease(): string {
+    return (this.leaseId ??= `${POD}:${++seq}`);
   }
 
   /** Called with the row the ledger took: the exact charge and real tokens replace the reservation. */
@@ -205,10 +215,10 @@ export class Ticket {
     if (this.done) return;
     this.done = true;
     const row = this.row;
-    const tokens = row ? row.input + row.cacheRead + row.cacheWrite + row.output : 0;
+    this.tokensDelta = (row ? row.input + row.cacheRead + row.cacheWrite + row.output : 0) - this.tokens;
     // The exact charge is parsed only where a budget counts it.
-    const spend = row && this.budgets ? toUnits(parseDecimal(row.costPoints)) : 0n;
-    void this.gov.backend.settle({ rules: this.rules, spendKeys: this.spendKeys, now: this.now, lease: this.lease, tokensDelta: tokens - this.tokens, spendDelta: spend - this.reserve });
+    this.spendDelta = (row && this.budgets ? costToUnits(row.costPoints) : 0n) - this.reserve;
+    void this.gov.backend.settle(this);
   }
 }
 

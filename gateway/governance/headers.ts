@@ -1,19 +1,29 @@
 // Rate-limit headers in the names each SDK family knows: OpenAI's x-ratelimit-* and Anthropic's anthropic-ratelimit-*.
-import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
 import type { ErrorFamily } from '../errors.ts';
 import type { Verdict } from './backend.ts';
 import type { Rule } from './rules.ts';
 
 /** OpenAI's duration text: "20ms", "6s", "1m30s". */
 export function resetText(ms: number): string {
-  if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
+  if (ms < 1000) {
+    const n = Math.max(0, Math.ceil(ms));
+    // Below a second the texts are few: each is built once, not per answer.
+    return (MS_TEXT[n] ??= `${n}ms`);
+  }
   const s = Math.ceil(ms / 1000);
-  if (s < 60) return `${s}s`;
+  if (s < 60) return (S_TEXT[s] ??= `${s}s`);
   return `${Math.floor(s / 60)}m${s % 60}s`;
 }
+const MS_TEXT: string[] = [];
+const S_TEXT: string[] = [];
 
-/** Sets the headers for the tightest rpm and tpm rules (the ones with the least left). */
-export function setRateHeaders(raw: ServerResponse, family: ErrorFamily, rules: readonly Rule[], v: Verdict, now: number): void {
+/**
+ * Sets the headers for the tightest rpm and tpm rules (the ones with the least left) on the fastify reply, not the
+ * Node response: Node then validates them once with the answer's own headers in writeHead, instead of in setHeader
+ * and again moving every other header of the answer through setHeader (a hijacked stream merges them, relay.ts).
+ */
+export function setRateHeaders(reply: FastifyReply, family: ErrorFamily, rules: readonly Rule[], v: Verdict, now: number): void {
   let req = -1;
   let tok = -1;
   for (let i = 0; i < rules.length; i++) {
@@ -23,8 +33,8 @@ export function setRateHeaders(raw: ServerResponse, family: ErrorFamily, rules: 
     else if (k === 'tpm' && (tok < 0 || (v.remaining[i] as number) < (v.remaining[tok] as number))) tok = i;
   }
   const names = family === 'messages' ? ANTHROPIC : OPENAI;
-  if (req >= 0) set(raw, names.requests, family, rules[req].limit, v.remaining[req] as number, v.resetMs[req], now);
-  if (tok >= 0) set(raw, names.tokens, family, rules[tok].limit, v.remaining[tok] as number, v.resetMs[tok], now);
+  if (req >= 0) set(reply, names.requests, family, rules[req].limit, v.remaining[req] as number, v.resetMs[req], now);
+  if (tok >= 0) set(reply, names.tokens, family, rules[tok].limit, v.remaining[tok] as number, v.resetMs[tok], now);
 }
 
 // Header names built once: [limit, remaining, reset].
@@ -37,9 +47,20 @@ const ANTHROPIC = {
   tokens: ['anthropic-ratelimit-tokens-limit', 'anthropic-ratelimit-tokens-remaining', 'anthropic-ratelimit-tokens-reset'],
 } as const;
 
-function set(raw: ServerResponse, names: readonly [string, string, string], family: ErrorFamily, limit: number, remaining: number, resetMs: number, now: number): void {
-  raw.setHeader(names[0], String(limit));
-  raw.setHeader(names[1], String(remaining));
+function set(reply: FastifyReply, names: readonly [string, string, string], family: ErrorFamily, limit: number, remaining: number, resetMs: number, now: number): void {
+  reply.header(names[0], String(limit));
+  reply.header(names[1], String(remaining));
   // OpenAI: a duration ("6s"); Anthropic: the RFC 3339 time of the reset, to the second.
-  raw.setHeader(names[2], family === 'messages' ? new Date(Math.ceil((now + resetMs) / 1000) * 1000).toISOString().replace('.000Z', 'Z') : resetText(resetMs));
+  reply.header(names[2], family === 'messages' ? resetTime(Math.ceil((now + resetMs) / 1000)) : resetText(resetMs));
+}
+
+// The RFC 3339 text of the last second asked for: answers within a second share it.
+let lastSecond = NaN;
+let lastTime = '';
+function resetTime(second: number): string {
+  if (second !== lastSecond) {
+    lastTime = new Date(second * 1000).toISOString().replace('.000Z', 'Z');
+    lastSecond = second;
+  }
+  return lastTime;
 }

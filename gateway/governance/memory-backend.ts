@@ -4,47 +4,72 @@ import type { AdmitInput, CounterBackend, SettleInput, Verdict } from './backend
 import { EPSILON_MS, WINDOW_MS } from './backend.ts';
 import type { Rule } from './rules.ts';
 
+/** One rate counter's theoretical arrival time (ms; -Infinity before its first request) or one concurrency count. */
+interface Cell {
+  v: number;
+}
+
 export class MemoryBackend implements CounterBackend {
   readonly kind = 'memory';
-  private readonly tat = new Map<string, number>();
-  private readonly inFlight = new Map<string, number>();
+  private readonly tat = new Map<string, Cell>();
+  private readonly inFlight = new Map<string, Cell>();
   readonly spend = new Map<string, bigint>();
+  // Per rules list (compiled once per snapshot): each rate or concurrency rule's cell, so admission and settlement
+  // walk an array instead of looking up counter names. Cells are shared by name, and outlive a snapshot reload.
+  private readonly cellLists = new WeakMap<readonly Rule[], (Cell | undefined)[]>();
+  // Scratch for one admission (synchronous): what the check pass computed, written by the commit pass.
+  private nextTat = new Float64Array(16);
+  private readonly spentNow: bigint[] = [];
+
+  private cellsOf(rules: readonly Rule[]): (Cell | undefined)[] {
+    let cells = this.cellLists.get(rules);
+    if (cells === undefined) {
+      cells = rules.map((r) => (r.kind === 'budget' ? undefined : cell(r.kind === 'concurrency' ? this.inFlight : this.tat, r.id, r.kind === 'concurrency' ? 0 : -Infinity)));
+      this.cellLists.set(rules, cells);
+    }
+    return cells;
+  }
 
   admit(a: AdmitInput): Verdict {
-    const n = a.rules.length;
+    const rules = a.rules;
+    const n = rules.length;
+    const now = a.now;
+    const cells = this.cellsOf(rules);
+    if (this.nextTat.length < n) this.nextTat = new Float64Array(n);
+    const nextTat = this.nextTat;
+    const spent = this.spentNow;
     const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: new Array(n), resetMs: new Array(n) };
     // Check every rule first, change nothing unless all admit.
     for (let i = 0; i < n; i++) {
-      const r = a.rules[i];
+      const r = rules[i];
       if (r.kind === 'rpm' || r.kind === 'tpm') {
         const t = WINDOW_MS / r.limit;
         const cost = r.kind === 'rpm' ? 1 : Math.max(1, Math.min(a.tokens, r.limit));
-        const base = Math.max(this.tat.get(r.id) ?? a.now, a.now);
-        const next = base + cost * t;
-        const over = next - a.now - WINDOW_MS;
+        const next = Math.max(cells[i]!.v, now) + cost * t;
+        const over = next - now - WINDOW_MS;
         if (over > EPSILON_MS) return this.refuse(v, i, over);
-        v.remaining[i] = Math.max(0, Math.floor((WINDOW_MS - (next - a.now) + EPSILON_MS) / t));
-        v.resetMs[i] = next - a.now;
+        nextTat[i] = next;
+        v.remaining[i] = Math.max(0, Math.floor((WINDOW_MS - (next - now) + EPSILON_MS) / t));
+        v.resetMs[i] = next - now;
       } else if (r.kind === 'concurrency') {
-        const used = this.inFlight.get(r.id) ?? 0;
+        const used = cells[i]!.v;
         if (used >= r.limit) return this.refuse(v, i, 1000);
         v.remaining[i] = r.limit - used - 1;
         v.resetMs[i] = 0;
       } else {
-        const spent = this.spend.get(a.spendKeys[i]!) ?? 0n;
-        if (spent >= r.units!) return this.refuse(v, i, 0);
-        v.remaining[i] = r.units! - spent - a.reserve;
+        const s = this.spend.get(a.spendKeys[i]!) ?? 0n;
+        if (s >= r.units!) return this.refuse(v, i, 0);
+        // What the counter becomes once all admit; the remaining is counted from it.
+        spent[i] = s + a.reserve;
+        v.remaining[i] = r.units! - spent[i];
         v.resetMs[i] = 0;
       }
     }
     for (let i = 0; i < n; i++) {
-      const r = a.rules[i];
-      if (r.kind === 'rpm' || r.kind === 'tpm') {
-        const t = WINDOW_MS / r.limit;
-        const cost = r.kind === 'rpm' ? 1 : Math.max(1, Math.min(a.tokens, r.limit));
-        this.tat.set(r.id, Math.max(this.tat.get(r.id) ?? a.now, a.now) + cost * t);
-      } else if (r.kind === 'concurrency') this.inFlight.set(r.id, (this.inFlight.get(r.id) ?? 0) + 1);
-      else this.addSpend(a.spendKeys[i]!, a.reserve);
+      const k = rules[i].kind;
+      if (k === 'rpm' || k === 'tpm') cells[i]!.v = nextTat[i];
+      else if (k === 'concurrency') cells[i]!.v++;
+      else this.spend.set(a.spendKeys[i]!, spent[i]);
     }
     return v;
   }
@@ -57,16 +82,16 @@ export class MemoryBackend implements CounterBackend {
   }
 
   settle(s: SettleInput): void {
+    const cells = this.cellsOf(s.rules);
     for (let i = 0; i < s.rules.length; i++) {
       const r = s.rules[i];
       if (r.kind === 'tpm' && s.tokensDelta !== 0) {
-        const tat = this.tat.get(r.id);
-        if (tat !== undefined) this.tat.set(r.id, tat + (s.tokensDelta * WINDOW_MS) / r.limit);
-        else if (s.tokensDelta > 0) this.tat.set(r.id, s.now + (s.tokensDelta * WINDOW_MS) / r.limit);
+        const c = cells[i]!;
+        if (c.v !== -Infinity) c.v += (s.tokensDelta * WINDOW_MS) / r.limit;
+        else if (s.tokensDelta > 0) c.v = s.now + (s.tokensDelta * WINDOW_MS) / r.limit;
       } else if (r.kind === 'concurrency') {
-        const used = this.inFlight.get(r.id) ?? 0;
-        if (used <= 1) this.inFlight.delete(r.id);
-        else this.inFlight.set(r.id, used - 1);
+        const c = cells[i]!;
+        c.v = c.v <= 1 ? 0 : c.v - 1;
       } else if (r.kind === 'budget' && s.spendDelta !== 0n) this.addSpend(s.spendKeys[i]!, s.spendDelta);
     }
   }
@@ -80,11 +105,11 @@ export class MemoryBackend implements CounterBackend {
     rules.forEach((r, i) => {
       if (r.kind === 'rpm' || r.kind === 'tpm') {
         const t = WINDOW_MS / r.limit;
-        const used = Math.max(this.tat.get(r.id) ?? now, now) - now;
+        const used = Math.max(this.tat.get(r.id)?.v ?? now, now) - now;
         v.remaining.push(Math.max(0, Math.floor((WINDOW_MS - used + EPSILON_MS) / t)));
         v.resetMs.push(used);
       } else if (r.kind === 'concurrency') {
-        v.remaining.push(r.limit - (this.inFlight.get(r.id) ?? 0));
+        v.remaining.push(r.limit - (this.inFlight.get(r.id)?.v ?? 0));
         v.resetMs.push(0);
       } else {
         v.remaining.push(r.units! - (this.spend.get(spendKeys[i]!) ?? 0n));
@@ -107,4 +132,10 @@ export class MemoryBackend implements CounterBackend {
   close(): Promise<void> {
     return Promise.resolve();
   }
+}
+
+function cell(map: Map<string, Cell>, id: string, initial: number): Cell {
+  let c = map.get(id);
+  if (c === undefined) map.set(id, (c = { v: initial }));
+  return c;
 }

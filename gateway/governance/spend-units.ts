@@ -21,6 +21,18 @@ export function pointsToUnits(text: string | number): bigint {
   return toUnits(parseDecimal(text));
 }
 
+const PLAIN_POINTS = /^\d+\.\d+$/;
+
+/**
+ * The same as pointsToUnits for a ledger row's cost text: its usual form ("0.0000213", at most 15 decimals) is read
+ * as one integer, without the general parse, once per settled request.
+ */
+export function costToUnits(text: string): bigint {
+  const dot = text.indexOf('.');
+  if (dot > 0 && text.length - dot - 1 <= SPEND_SCALE && PLAIN_POINTS.test(text)) return BigInt(text.slice(0, dot) + text.slice(dot + 1).padEnd(SPEND_SCALE, '0'));
+  return toUnits(parseDecimal(text));
+}
+
 /** Plain decimal text of a unit count ("12.5", "0.000001"). */
 export function unitsToPoints(u: bigint): string {
   const neg = u < 0n;

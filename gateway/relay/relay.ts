@@ -1,5 +1,5 @@
 // One upstream exchange: pick an upstream, send, meter, journal the ledger row, and only then let the last bytes go (docs/contract.md: pass-through, durability).
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import type { ChargeContext } from '../billing/charge.ts';
@@ -278,7 +278,9 @@ async function relayStream(
   const raw: ServerResponse = reply.raw;
   const tel = telemetryOf(reply);
   reply.hijack();
+  // Headers set on the reply before (the governor's rate limits) go out first, as fastify would have sent them.
   raw.writeHead(res.statusCode, {
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
     'content-type': call.convert ? 'text/event-stream; charset=utf-8' : String(res.headers['content-type']),
     'cache-control': 'no-cache',
     'x-accel-buffering': 'no',

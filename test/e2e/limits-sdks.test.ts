@@ -13,7 +13,7 @@ import type { TestGateway } from '../support/gateway.ts';
 import { startTestGateway } from '../support/gateway.ts';
 
 let t: TestGateway;
-const keys = { retry: generateApiKey(), anth: generateApiKey(), gem: generateApiKey(), budget: generateApiKey(), compat: generateApiKey() };
+const keys = { retry: generateApiKey(), anth: generateApiKey(), gem: generateApiKey(), budget: generateApiKey(), compat: generateApiKey(), stream: generateApiKey() };
 
 beforeAll(async () => {
   t = await startTestGateway();
@@ -24,6 +24,7 @@ beforeAll(async () => {
   add('gem', 'gem', { limits: { rpm: 1 } });
   add('budget', 'budget', { budget: { total: '0.000001' } });
   add('compat', 'compat', { limits: { models: [{ model: 'gpt-4o-mini', rpm: 1 }] } });
+  add('stream', 'stream', { limits: { rpm: 60, tpm: 100000 } });
   t.gw.holder.set(compileSnapshot(snapshotSchema.parse(config)));
 });
 afterAll(async () => t?.close());
@@ -141,6 +142,17 @@ describe('limits through the official SDKs', () => {
     expect(rows.rows).toHaveLength(1);
     expect(Number(view.budgets[0].spent)).toBe(Number(rows.rows[0].cost_points));
     expect(view.budgets[0].spent).toBe(rows.rows[0].cost_points.includes('.') ? rows.rows[0].cost_points.replace(/0+$/, '').replace(/\.$/, '') : rows.rows[0].cost_points);
+  });
+
+  it('a streamed answer carries the rate-limit headers too (sent with the headers of the stream)', async () => {
+    const client = new OpenAI({ baseURL: `${t.url}/api/v1`, apiKey: keys.stream.key, maxRetries: 0 });
+    const r = await client.chat.completions.create({ ...chat, stream: true }).withResponse();
+    for await (const chunk of r.data) void chunk;
+    expect(r.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(r.response.headers.get('x-ratelimit-limit-requests')).toBe('60');
+    expect(r.response.headers.get('x-ratelimit-remaining-requests')).toBe('59');
+    expect(r.response.headers.get('x-ratelimit-limit-tokens')).toBe('100000');
+    expect(r.response.headers.get('x-tollgate-request-id')).toBeTruthy();
   });
 
   it('a key without limits gets no rate-limit headers', async () => {

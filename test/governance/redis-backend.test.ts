@@ -55,7 +55,8 @@ async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDow
   return b;
 }
 
-const reply = () => ({ raw: { setHeader() {} } }) as unknown as FastifyReply;
+// The governor sets its headers on the fastify reply; these tests read them from a stand-in.
+const reply = () => ({ header: () => undefined }) as unknown as FastifyReply;
 
 /** Records each script call the backend sends: its admissions and settlements (one argument each) and its keys. */
 function countCalls(b: RedisBackend): { admit: number; settle: number; keys: number }[] {
@@ -147,7 +148,7 @@ describe('redis backend', () => {
     let now = Date.UTC(2026, 10, 24, 23, 59, 30);
     const g = new Governor({ backend: await backend(), now: () => now });
     const headers: Record<string, string> = {};
-    const rep = { raw: { setHeader: (n: string, v: string) => (headers[n] = v) } } as unknown as FastifyReply;
+    const rep = { header: (n: string, v: string) => (headers[n] = v) } as unknown as FastifyReply;
     const first = await g.admit(c, rep); // 400 bytes: 100 tokens estimated
     expect(headers['x-ratelimit-remaining-tokens']).toBe('900');
     first!.charged({ input: 300, output: 500, cacheRead: 0, cacheWrite: 0, costPoints: '0.0013' } as LedgerRow);
