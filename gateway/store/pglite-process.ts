@@ -65,7 +65,10 @@ async function serve(db: PGlite, m: PgliteRequest): Promise<void> {
   let reply: PgliteReply;
   try {
     if (m.op === 'query') reply = { id: m.id, ok: true, rows: (await db.query(m.sql, m.params)).rows };
-    else if (m.op === 'exec') {
+    else if (m.op === 'exec' && m.blob !== undefined) {
+      const results = await db.exec(m.sql, { blob: new Blob([m.blob]) });
+      reply = { id: m.id, ok: true, rows: results.at(-1)?.rows ?? [] };
+    } else if (m.op === 'exec') {
       await db.exec(m.sql);
       reply = { id: m.id, ok: true };
     } else {
