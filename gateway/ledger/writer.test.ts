@@ -217,6 +217,19 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(byId[plain.requestId].detail).toEqual({ note: 'a\\u0000 is just text here' });
   });
 
+  it('keeps tabs, line breaks, backslashes and \\N in text and detail as they were', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const odd = 'a\tb\nc\rd\\e \\N \\t';
+    const row = ledgerRow({ project, clientModel: odd, keyPrefix: '\\N', detail: { [odd]: [odd, '\\N'] } });
+    expect(await writeUsageBatch(store, [row])).toBe(1);
+    const { rows } = await store.query<{ client_model: string; key_prefix: string | null; detail: unknown }>(
+      'SELECT client_model, key_prefix, detail FROM usage_events WHERE request_id = $1',
+      [row.requestId],
+    );
+    expect(rows).toEqual([{ client_model: odd, key_prefix: '\\N', detail: { [odd]: [odd, '\\N'] } }]);
+  });
+
   it('buckets by UTC hour whatever the session time zone', async () => {
     const { store } = db();
     const project = freshProject();

@@ -1,30 +1,50 @@
-// Writes a batch of ledger rows in ONE statement: raw insert (exactly once by request_id) and
+// Writes a batch of ledger rows in ONE statement (on PGlite after loading it into a staging table, in the same
+// implicit transaction): raw insert (exactly once by request_id) and
 // the hourly rollups (per project and per key) of exactly the rows that were new, so replays change nothing.
 import { partitionName } from '../store/partitions.ts';
 import type { Queryable } from '../store/store.ts';
 import { TEXT_FIELDS } from './row.ts';
 import type { LedgerRow } from './row.ts';
 
-// The batch travels as one jsonb parameter, an array of positional arrays (order: toPositional).
+// On Postgres the batch travels as one jsonb parameter, an array of positional arrays (order: toPositional).
 // One JSON.stringify is far cheaper in Node than 24 typed arrays, and Postgres spends no more parsing
 // it than parsing those arrays. Numbers go as strings: a jsonb number costs a numeric parse, and its
 // text again when read out. occurred_at: epoch ms, truncated as Date does; exact (< 2^53 µs).
-// The rollup reads the insert's RETURNING, so rows the insert skipped (replays, an id repeated in the
-// batch) never reach it, and the hour is cut in UTC whatever the session's TimeZone.
-// `table` is usage_events, or the day partition every row of the batch falls in (see dayTable).
-const writeSql = (table: string) => `
-WITH ins AS (
-  INSERT INTO ${table} (request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
-    provider, upstream_model, endpoint, stream,
-    input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read,
-    estimated, cost_points, original_cost, detail, attempts, status, latency_ms, key_prefix)
-  SELECT e->>0, timestamptz 'epoch' + trunc((e->>1)::float8) * interval '1 millisecond', e->>2, e->>3, e->>4, e->>5, e->>6,
+const FROM_JSONB = `SELECT e->>0, timestamptz 'epoch' + trunc((e->>1)::float8) * interval '1 millisecond', e->>2, e->>3, e->>4, e->>5, e->>6,
     e->>7, e->>8, e->>9, (e->>10)::boolean,
     (e->>11)::bigint, (e->>12)::bigint, (e->>13)::bigint, (e->>14)::bigint, (e->>15)::bigint, (e->>16)::bigint,
     CASE WHEN (e->>17)::boolean THEN (e->>13)::bigint ELSE 0 END,
     (e->>18)::boolean, (e->>19)::numeric, (e->>20)::numeric, e->21, coalesce((e->>22)::smallint, 1),
     (e->>23)::smallint, (e->>24)::integer, e->>25
-  FROM jsonb_array_elements($1::jsonb) AS e
+  FROM jsonb_array_elements($1::jsonb) AS e`;
+
+// PGlite: the batch arrives as COPY text (toPositional's order) in a session-local staging table, emptied first in
+// the same implicit transaction, so a failed batch leaves nothing behind and no other statement runs in between.
+// Typed columns: COPY parses each value straight into its type, where the jsonb path extracts and casts ~26 per row.
+const STAGE_SQL = `CREATE TEMP TABLE IF NOT EXISTS ledger_batch (request_id text, occurred_ms float8, organization text,
+  project text, api_key_id text, client_model text, model_id text, provider text, upstream_model text, endpoint text,
+  stream boolean, input bigint, output bigint, cache_read bigint, cache_write bigint, reasoning bigint, artifacts bigint,
+  explicit_cache boolean, estimated boolean, cost_points numeric, original_cost numeric, detail jsonb, attempts smallint,
+  status smallint, latency_ms integer, key_prefix text);
+TRUNCATE ledger_batch;
+COPY ledger_batch FROM '/dev/blob';
+`;
+const FROM_STAGED = `SELECT request_id, timestamptz 'epoch' + trunc(occurred_ms) * interval '1 millisecond', organization, project,
+    api_key_id, client_model, model_id, provider, upstream_model, endpoint, stream,
+    input, output, cache_read, cache_write, reasoning, artifacts, CASE WHEN explicit_cache THEN cache_read ELSE 0 END,
+    estimated, cost_points, original_cost, detail, coalesce(attempts, 1), status, latency_ms, key_prefix
+  FROM ledger_batch`;
+
+// The rollup reads the insert's RETURNING, so rows the insert skipped (replays, an id repeated in the
+// batch) never reach it, and the hour is cut in UTC whatever the session's TimeZone.
+// `table` is usage_events, or the day partition every row of the batch falls in (see dayTable).
+const writeSql = (table: string, source: string) => `
+WITH ins AS (
+  INSERT INTO ${table} (request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
+    provider, upstream_model, endpoint, stream,
+    input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read,
+    estimated, cost_points, original_cost, detail, attempts, status, latency_ms, key_prefix)
+  ${source}
   ON CONFLICT (request_id, occurred_at) DO NOTHING
   RETURNING project, date_trunc('hour', occurred_at, 'UTC') AS hour,
     -- The model a report groups by: what the client sent, else the configured model id.
@@ -94,50 +114,83 @@ function toPositional(r: LedgerRow): unknown[] {
  */
 export async function writeUsageBatch(q: Queryable, rows: readonly LedgerRow[]): Promise<number> {
   if (rows.length === 0) return 0;
-  let batch = JSON.stringify(rows.map(toPositional));
-  // jsonb refuses NUL and lone surrogates, which JSON.stringify writes as \u0000 and \udXXX escapes.
-  // Rare: make those rows storable (U+FFFD, as a UTF-8 encoder would) rather than lose them.
-  if (batch.includes('\\u0000') || batch.includes('\\ud')) batch = JSON.stringify(rows.map((r) => toPositional(storable(r))));
+  const copy = q.copyQuery !== undefined;
+  let batch = copy ? copyText(rows) : JSON.stringify(rows.map(toPositional));
+  // jsonb refuses NUL and lone surrogates, which JSON.stringify writes as \u0000 and \udXXX escapes (COPY refuses a
+  // NUL too). Rare: make those rows storable (U+FFFD, as a UTF-8 encoder would) rather than lose them.
+  if (batch.includes('\\u0000') || batch.includes('\\ud') || (copy && batch.includes('\u0000'))) {
+    const fixed = rows.map(storable);
+    batch = copy ? copyText(fixed) : JSON.stringify(fixed.map(toPositional));
+  }
+  const run = (table: string) =>
+    copy ? q.copyQuery!<{ inserted: string }>(STAGE_SQL + statement(table, FROM_STAGED), batch) : q.query<{ inserted: string }>(statement(table, FROM_JSONB), [batch]);
   // One row per touched bucket, each carrying the statement's insert count (none when all were replays).
-  const direct = await dayStatement(q, rows);
+  const direct = await dayTable(q, rows);
   let buckets: { inserted: string }[];
   try {
-    ({ rows: buckets } = await q.query<{ inserted: string }>(direct ?? PARENT_SQL, [batch]));
+    ({ rows: buckets } = await run(direct ?? 'usage_events'));
   } catch (err) {
     if (!direct || (err as { code?: string }).code !== UNDEFINED_TABLE) throw err;
     // The partition went away since it was seen (retention): the parent routes the rows (outside a transaction;
     // inside one the error stands and the caller's retry finds the cache cleared).
     days.delete(q);
-    ({ rows: buckets } = await q.query<{ inserted: string }>(PARENT_SQL, [batch]));
+    ({ rows: buckets } = await run('usage_events'));
   }
   return buckets.length === 0 ? 0 : Number(buckets[0].inserted);
 }
 
-const PARENT_SQL = writeSql('usage_events');
+/** The statement for a table and a source, built once each. */
+const statements = new Map<string, string>();
+function statement(table: string, source: string): string {
+  const key = `${table} ${source === FROM_STAGED ? 'staged' : 'jsonb'}`;
+  let sql = statements.get(key);
+  if (sql === undefined) {
+    // Day tables come and go; the map holds a handful at most before an old day is dropped from it.
+    if (statements.size > 16) statements.clear();
+    statements.set(key, (sql = writeSql(table, source)));
+  }
+  return sql;
+}
+
+// COPY text format: tab-separated, \N for NULL; backslash, tab, newline and carriage return escaped.
+const COPY_SPECIAL = /[\\\t\n\r]/g;
+const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+const copyValue = (v: unknown): string => {
+  if (v === null || v === undefined) return '\\N';
+  const text = typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v);
+  return text.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c]);
+};
+
+function copyText(rows: readonly LedgerRow[]): string {
+  let out = '';
+  for (const r of rows) out += toPositional(r).map(copyValue).join('\t') + '\n';
+  return out;
+}
+
 const UNDEFINED_TABLE = '42P01';
 const DAY_MS = 86_400_000;
 // A day without a partition is looked up again after this long (maintenance creates days ahead, hourly).
 const RECHECK_MS = 60_000;
-/** Per store: the last day a batch fell in, and its statement when that day has a partition. */
-const days = new WeakMap<Queryable, { day: number; sql: string | undefined; checkedAt: number }>();
+/** Per store: the last day a batch fell in, and its partition when that day has one. */
+const days = new WeakMap<Queryable, { day: number; table: string | undefined; checkedAt: number }>();
 
 /**
- * The statement straight into the day partition when the whole batch is one UTC day (nearly always: a batch spans
- * at most a few hundred ms) and that partition exists, else undefined (the parent routes each row). Skipping the
- * parent's routing saves ~1 µs of backend CPU a row (measured); the key and ON CONFLICT are the same, since the
- * partition carries the parent's unique index. One lookup per store and day, not per batch.
+ * The day partition when the whole batch is one UTC day (nearly always: a batch spans at most a few hundred ms) and
+ * that partition exists, else undefined (the parent routes each row). Skipping the parent's routing saves ~1 µs of
+ * backend CPU a row (measured); the key and ON CONFLICT are the same, since the partition carries the parent's
+ * unique index. One lookup per store and day, not per batch.
  */
-async function dayStatement(q: Queryable, rows: readonly LedgerRow[]): Promise<string | undefined> {
+async function dayTable(q: Queryable, rows: readonly LedgerRow[]): Promise<string | undefined> {
   const day = Math.floor(rows[0].occurredAt / DAY_MS);
   for (let i = 1; i < rows.length; i++) if (Math.floor(rows[i].occurredAt / DAY_MS) !== day) return undefined;
   const now = Date.now();
   const known = days.get(q);
-  if (known?.day === day && (known.sql !== undefined || now - known.checkedAt < RECHECK_MS)) return known.sql;
+  if (known?.day === day && (known.table !== undefined || now - known.checkedAt < RECHECK_MS)) return known.table;
   const name = partitionName(day * DAY_MS);
   const { rows: found } = await q.query<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [name]);
-  const sql = found[0]?.ok ? writeSql(name) : undefined;
-  days.set(q, { day, sql, checkedAt: now });
-  return sql;
+  const table = found[0]?.ok ? name : undefined;
+  days.set(q, { day, table, checkedAt: now });
+  return table;
 }
 
 // Text fields with NUL never get this far: journal-line sets such rows aside (a NUL there would change

@@ -17,7 +17,7 @@ const PROCESS_PATH = fileURLToPath(new URL('./pglite-process.ts', import.meta.ur
 const EXEC_ARGV = ['--liftoff-only', '--max-semi-space-size=2'];
 
 type Pending = { resolve: (r: PgliteReply & { ok: true }) => void; reject: (e: Error) => void };
-type Op = { op: 'query'; sql: string; params?: unknown[] } | { op: 'exec'; sql: string } | { op: 'close' };
+type Op = { op: 'query'; sql: string; params?: unknown[] } | { op: 'exec'; sql: string; blob?: string } | { op: 'close' };
 
 function spawnPglite(dataDir: string | undefined, initOnly: boolean): ChildProcess {
   return fork(PROCESS_PATH, [dataDir ?? '', ...(initOnly ? ['--init-only'] : [])], {
@@ -166,6 +166,9 @@ export async function openPgliteStore(dataDir?: string): Promise<Store> {
     async exec(sql: string) {
       await call({ op: 'exec', sql });
     },
+    async copyQuery<T>(script: string, data: string) {
+      return { rows: (await call({ op: 'exec', sql: script, blob: data })).rows as T[] };
+    },
   };
 
   // One connection: a transaction's statements must not interleave with anyone else's.
@@ -181,6 +184,7 @@ export async function openPgliteStore(dataDir?: string): Promise<Store> {
     kind: 'pglite',
     query: (sql, params) => exclusive(() => direct.query(sql, params)),
     exec: (sql) => exclusive(() => direct.exec(sql)),
+    copyQuery: <T>(script: string, data: string) => exclusive(() => direct.copyQuery!<T>(script, data)),
     transaction: (fn) =>
       exclusive(async () => {
         await direct.exec('BEGIN');

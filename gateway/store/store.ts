@@ -7,6 +7,11 @@ export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
   /** A script of several statements, no parameters (migrations). */
   exec(sql: string): Promise<void>;
+  /**
+   * PGlite only: a script (no parameters) whose `COPY ... FROM '/dev/blob'` reads `data`, run as one implicit
+   * transaction; the rows of its last statement. Loading text through COPY costs less a row than a jsonb parameter.
+   */
+  copyQuery?<T = Record<string, unknown>>(script: string, data: string): Promise<{ rows: T[] }>;
 }
 
 export interface Store extends Queryable {
