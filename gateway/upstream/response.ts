@@ -1,7 +1,6 @@
 // One upstream response as undici's dispatcher delivers it: status and headers, then body chunks handed straight
 // to whoever consumes them (collected for JSON, relayed as they come for streams). No Readable, no async iterator,
 // no copy of the raw headers: a stream held open for minutes keeps only what it needs.
-import { addAbortListener } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { GatewayError } from '../errors.ts';
@@ -158,24 +157,34 @@ const END_SINK: BodySink = { data: () => true, end() {} };
  * aborts the request at any stage; its reason is what the caller (or the body's sink) sees.
  */
 export class ResponseHandler implements Dispatcher.DispatchHandler {
-  private readonly resolve: (res: UpstreamResponse) => void;
-  private readonly reject: (err: Error) => void;
+  // Held for the life of a stream (one per open stream): settled promise callbacks are dropped, and the abort
+  // listener is this object (no closure, no disposable), since an AbortSignal's listener machinery is the bulk of it.
+  private resolve: ((res: UpstreamResponse) => void) | undefined;
+  private reject: ((err: Error) => void) | undefined;
   private readonly signal: AbortSignal;
-  private readonly requestBody: unknown;
+  /** A streamed upload, destroyed when the exchange fails; a string or Buffer body needs nothing. */
+  private readonly upload: { destroy(err: Error): void; on?: (ev: string, fn: () => void) => void } | undefined;
   private controller: Dispatcher.DispatchController | undefined;
   private body: UpstreamBody | undefined;
-  private settled = false;
-  private unlisten: (() => void) | undefined;
+  private listening = false;
 
   constructor(signal: AbortSignal, requestBody: unknown, resolve: (res: UpstreamResponse) => void, reject: (err: Error) => void) {
     this.signal = signal;
-    this.requestBody = requestBody;
+    const rb = requestBody as { destroy?: unknown } | null | undefined;
+    this.upload = rb && typeof rb.destroy === 'function' ? (rb as ResponseHandler['upload']) : undefined;
     this.resolve = resolve;
     this.reject = reject;
     if (!signal.aborted) {
-      const d = addAbortListener(signal, () => this.abort());
-      this.unlisten = () => d[Symbol.dispose]();
+      // No other listener stops propagation on the relay's signal, so a plain once-listener is as sure as addAbortListener.
+      signal.addEventListener('abort', this, { once: true });
+      this.listening = true;
     }
+  }
+
+  /** The signal's abort event (this object is its listener). */
+  handleEvent(): void {
+    this.listening = false;
+    this.abort();
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -191,8 +200,9 @@ export class ResponseHandler implements Dispatcher.DispatchHandler {
     const body = new UpstreamBody();
     body.attach(controller);
     this.body = body;
-    this.settled = true;
-    this.resolve({ statusCode, headers, body });
+    const resolve = this.resolve;
+    this.resolve = this.reject = undefined;
+    resolve?.({ statusCode, headers, body });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -208,8 +218,8 @@ export class ResponseHandler implements Dispatcher.DispatchHandler {
     this.done();
     // An abort we asked for surfaces as its reason, whatever undici wrapped it in.
     const e = this.signal.aborted ? reasonOf(this.signal) : err;
-    const rb = this.requestBody as { destroy?: (err: Error) => void; on?: (ev: string, fn: () => void) => void } | undefined;
-    if (rb && typeof rb.destroy === 'function') {
+    const rb = this.upload;
+    if (rb) {
       rb.on?.('error', noop);
       rb.destroy(e);
     }
@@ -220,9 +230,9 @@ export class ResponseHandler implements Dispatcher.DispatchHandler {
   /** A synchronous dispatch failure (invalid options). */
   fail(err: Error): void {
     this.done();
-    if (this.settled) return;
-    this.settled = true;
-    this.reject(err);
+    const reject = this.reject;
+    this.resolve = this.reject = undefined;
+    reject?.(err);
   }
 
   private abort(): void {
@@ -232,8 +242,9 @@ export class ResponseHandler implements Dispatcher.DispatchHandler {
   }
 
   private done(): void {
-    this.unlisten?.();
-    this.unlisten = undefined;
+    if (!this.listening) return;
+    this.listening = false;
+    this.signal.removeEventListener('abort', this);
   }
 }
 
