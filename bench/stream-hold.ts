@@ -3,6 +3,8 @@
 // and reads the gateway's RSS once all are past their first byte, against its RSS just before. A fresh process per
 // round, since RSS does not shrink back after a round: a second round on the same process would measure reuse.
 //   node bench/stream-hold.ts --baseline /tmp/main-tree [--n 4000] [--rounds 3] [--pace 3000] [--settle 3000]
+//   [--env K=V,K=V] [--baseline-env K=V] [--node-args '...'] (extra environment per side, node flags for this side:
+//   e.g. --baseline . --node-args --single-threaded-gc weighs a flag)
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { createBenchDatabase, DEFAULT_POSTGRES_URL } from './databases.ts';
@@ -18,15 +20,19 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     pace: { type: 'string', default: '3000' },
     settle: { type: 'string', default: '3000' },
+    env: { type: 'string', default: '' },
+    'baseline-env': { type: 'string', default: '' },
+    'node-args': { type: 'string', default: '' },
   },
 });
 if (!values.baseline) throw new Error('--baseline DIR (a checkout to compare against) is required');
 const N = Number(values.n);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const KB = (b: number) => (b / N / 1024).toFixed(1);
+const envOf = (spec: string): Record<string, string> => Object.fromEntries(spec ? spec.split(',').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]) : []);
 const trees = [
-  { name: 'this', root: undefined as string | undefined },
-  { name: 'baseline', root: values.baseline },
+  { name: 'this', root: undefined as string | undefined, env: envOf(values.env), nodeArgs: values['node-args'] ? values['node-args'].split(' ') : [] },
+  { name: 'baseline', root: values.baseline, env: envOf(values['baseline-env']), nodeArgs: [] as string[] },
 ];
 const results = new Map<string, number[]>(trees.map((t) => [t.name, []]));
 const up = await startUpstream();
@@ -37,7 +43,7 @@ try {
   for (let round = 0; round < Number(values.rounds); round++) {
     for (const k of round % 2 === 0 ? [0, 1] : [1, 0]) {
       const t = trees[k];
-      const gw = await startTollgate({ name: t.name, root: t.root, upstreamUrl: up.target.origin, databaseUrl: dbs[k].url, env: { TOLLGATE_UPSTREAM_CONNECTIONS: String(N + 100), TOLLGATE_ADMIN_PORT: 'off' } });
+      const gw = await startTollgate({ name: t.name, root: t.root, upstreamUrl: up.target.origin, databaseUrl: dbs[k].url, env: { TOLLGATE_UPSTREAM_CONNECTIONS: String(N + 100), TOLLGATE_ADMIN_PORT: 'off', ...t.env }, nodeArgs: t.nodeArgs });
       const pool = new Pool(gw.target.origin, { connections: N, pipelining: 1, headersTimeout: 300_000, bodyTimeout: 300_000, connect: { timeout: 60_000 } });
       try {
         // Warm: the first requests compile the path; their cost is not the streams'.

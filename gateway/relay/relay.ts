@@ -278,6 +278,7 @@ async function relayStream(
     'x-accel-buffering': 'no',
     'x-tollgate-request-id': call.requestId,
   });
+  flattenSentHead(raw);
   // Read above and never again: a stream held open for minutes need not keep the upstream's headers alive.
   res.headers = {};
   const body = res.body;
@@ -366,6 +367,15 @@ async function relayStream(
     if (failure) raw.write(call.streamError(failure));
     raw.end();
   }
+}
+
+/**
+ * Node keeps the response head it built (needed for `headersSent`) as the string it was concatenated into: some
+ * thirty pieces, ~1 KB. One read makes V8 flatten it into a single string of its length, all a held stream keeps.
+ */
+function flattenSentHead(raw: ServerResponse): void {
+  const head = (raw as unknown as { _header?: unknown })._header;
+  if (typeof head === 'string') head.charCodeAt(0);
 }
 
 /** Calls `then` once the client socket drained, or closed (the relay then reads on without writing). */
