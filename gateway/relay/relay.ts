@@ -101,6 +101,7 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   let current: UpstreamTarget | undefined;
   let health: TargetHealth | undefined;
   let attempts = 0;
+  let detached: Promise<void> | undefined;
   const onAttempt: OnAttempt = (t, h) => {
     current = t;
     health = h;
@@ -133,12 +134,24 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
     const target = current!;
     if (res.statusCode >= 400) return await upstreamErrorReply(deps, res, reply, call, target);
     const contentType = String(res.headers['content-type'] ?? '');
-    if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, gone, controller, attempts);
-    else await relayJson(deps, call, target, res, reply, gone, attempts);
+    if (!contentType.includes('text/event-stream')) await relayJson(deps, call, target, res, reply, gone, attempts);
+    else if (res.streamedUpload) await relayStream(deps, call, target, res, reply, gone, controller, attempts);
+    else {
+      // A held stream does not keep this call's and its route's suspended frames (and their pending awaits) alive
+      // for its whole life: the route returns now (the reply is hijacked) and the stream's end finishes the relay.
+      // A streamed upload is still awaited: its route discards the upload only once the exchange is over.
+      detached = relayStream(deps, call, target, res, reply, gone, controller, attempts).catch(fail).finally(finish);
+    }
   } catch (err) {
+    fail(err);
+  } finally {
+    if (!detached) finish();
+  }
+  function fail(err: unknown): void {
     const gerr = err instanceof GatewayError ? err : upstreamError(err, current?.provider.id ?? 'unknown', controller.signal);
     if (!reply.sent && !raw.headersSent) replyError(reply, call.family, gerr, call.requestId);
-  } finally {
+  }
+  function finish(): void {
     clearTimeout(total);
     deps.inflight?.delete(controller);
     health?.release();

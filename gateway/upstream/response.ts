@@ -9,6 +9,8 @@ export interface UpstreamResponse {
   statusCode: number;
   headers: IncomingHttpHeaders;
   body: UpstreamBody;
+  /** The request body was a stream (an upload), which its route cleans up only once the exchange is over. */
+  streamedUpload?: boolean;
 }
 
 /** Where a streamed body goes. */
@@ -202,7 +204,7 @@ export class ResponseHandler implements Dispatcher.DispatchHandler {
     this.body = body;
     const resolve = this.resolve;
     this.resolve = this.reject = undefined;
-    resolve?.({ statusCode, headers, body });
+    resolve?.(this.upload ? { statusCode, headers, body, streamedUpload: true } : { statusCode, headers, body });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
