@@ -272,7 +272,7 @@ function memberOnly(buf: Buffer, member: string): Record<string, unknown> | unde
   }
 }
 
-async function relayStream(
+function relayStream(
   deps: RelayDeps,
   call: RelayCall,
   target: UpstreamTarget,
@@ -309,7 +309,7 @@ async function relayStream(
   // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
   // client socket pauses the upstream until it drains.
   let failure: GatewayError | undefined;
-  const ended = await new Promise<Error | undefined>((resolve) => {
+  const ending = new Promise<Error | undefined>((resolve) => {
     let resume: (() => void) | undefined;
     /** Sends what this chunk gave the client; false when the client socket is full (the upstream then waits). */
     const pass = (chunk: Buffer): boolean => {
@@ -355,31 +355,34 @@ async function relayStream(
     // Headers leave with the first chunk when it came with them; else now, so the client sees the stream open.
     if (!wrote && !gone()) raw.flushHeaders();
   });
-  if (failure === undefined) {
-    if (ended) {
-      // After the stream started, a cut is a broken stream, not an unreachable upstream; a deadline is a timeout.
-      if (!(gone() && controller.signal.aborted)) failure = isTimeout(ended) || controller.signal.aborted ? upstreamError(ended, target.provider.id, controller.signal) : new GatewayError('upstream_unavailable', `The upstream stream broke (provider "${target.provider.id}").`);
-    } else {
-      tap.end();
-      if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
+  // No suspended frame for the stream's life either: what follows its end runs as a continuation.
+  return ending.then(async (ended) => {
+    if (failure === undefined) {
+      if (ended) {
+        // After the stream started, a cut is a broken stream, not an unreachable upstream; a deadline is a timeout.
+        if (!(gone() && controller.signal.aborted)) failure = isTimeout(ended) || controller.signal.aborted ? upstreamError(ended, target.provider.id, controller.signal) : new GatewayError('upstream_unavailable', `The upstream stream broke (provider "${target.provider.id}").`);
+      } else {
+        tap.end();
+        if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
+      }
     }
-  }
-  tel.upstreamDone(undefined, failure);
-  try {
-    // Already under way when the terminal event came (its chunk is sent first); else billed now.
-    await (billing ??= record());
-  } catch (err) {
-    failure = unrecorded(err);
-  }
-  if (!gone()) {
-    if (converter) {
-      // What the converter still holds (e.g. closing events) goes out after the row is durable.
-      out += converter.end();
-      if (!failure && out !== '') raw.write(out);
+    tel.upstreamDone(undefined, failure);
+    try {
+      // Already under way when the terminal event came (its chunk is sent first); else billed now.
+      await (billing ??= record());
+    } catch (err) {
+      failure = unrecorded(err);
     }
-    if (failure) raw.write(call.streamError(failure));
-    raw.end();
-  }
+    if (!gone()) {
+      if (converter) {
+        // What the converter still holds (e.g. closing events) goes out after the row is durable.
+        out += converter.end();
+        if (!failure && out !== '') raw.write(out);
+      }
+      if (failure) raw.write(call.streamError(failure));
+      raw.end();
+    }
+  });
 }
 
 /**
