@@ -2,7 +2,9 @@
 // first-byte overhead, per-chunk CPU, and N concurrent slow streams with peak RSS and drops.
 //   node bench/streams.ts [--only ttfb,chunks,concurrent] [--streams 9900] [--ttfb 400] [--targets bare,tollgate-pglite,tollgate-postgres]
 //   [--node-args "--heap-prof"] (passed to both tollgates; e.g. profiles of the concurrent run)
-//   [--also /path/to/other/checkout] (its tollgates too, started as that tree starts them, named "...@before")
+//   [--also /path/to/other/checkout] (its tollgates too, launched the same way, named "...@before")
+//   [--also-concurrent] [--rounds 3] (the other tree's tollgates in the concurrent scenario too, the targets taken in
+//   turn every round, every other round in reverse order: same-run before/after of the memory per stream)
 // Prints a JSON result on stdout and a summary on stderr. The full benchmark (bench/run.ts) runs the same functions.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -13,7 +15,7 @@ import { chatBody, chatStreamEvents, concurrentStreams, streamLoad, streamOnce }
 import type { Target } from './load.ts';
 import { cpuSeconds, memory } from './proc.ts';
 import { Samples } from './stats.ts';
-import { startBare, startTollgate, startUpstream } from './targets.ts';
+import { GATEWAY_NODE_OPTIONS, startBare, startTollgate, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
 
 const { values } = parseArgs({
@@ -26,6 +28,8 @@ const { values } = parseArgs({
     'pace-ms': { type: 'string', default: '1200' },
     'ramp-ms': { type: 'string', default: '20000' },
     also: { type: 'string', default: '' },
+    'also-concurrent': { type: 'boolean', default: false },
+    rounds: { type: 'string', default: '1' },
   },
 });
 const only = new Set(values.only.split(','));
@@ -65,18 +69,18 @@ async function main(): Promise<void> {
     targets.push(pg);
   }
   if (values.also) {
-    // The other tree's own launch: none of this tree's NODE_OPTIONS.
-    const cliPath = `${values.also}/gateway/cli.ts`;
-    const env = { TOLLGATE_UPSTREAM_CONNECTIONS: String(Math.max(1024, streams)), TOLLGATE_ADMIN_PORT: 'off', NODE_OPTIONS: '' };
+    // Launched as this tree's tollgates are (its bin/tollgate.js, the image's node flags): only the code differs.
+    const root = values.also;
+    const env = { TOLLGATE_UPSTREAM_CONNECTIONS: String(Math.max(1024, streams)), TOLLGATE_ADMIN_PORT: 'off', NODE_OPTIONS: GATEWAY_NODE_OPTIONS };
     if (wanted.has('tollgate-pglite')) {
-      const lite = await startTollgate({ name: 'tollgate-pglite@before', upstreamUrl: up.target.origin, env, nodeArgs, cliPath });
+      const lite = await startTollgate({ name: 'tollgate-pglite@before', upstreamUrl: up.target.origin, env, nodeArgs, root });
       closers.push(() => lite.close());
       targets.push(lite);
     }
     if (wanted.has('tollgate-postgres') && (await postgresReachable(pgAdmin))) {
       const db: BenchDatabase = await createBenchDatabase(pgAdmin, 'streams');
       closers.push(() => db.drop());
-      const pg = await startTollgate({ name: 'tollgate-postgres@before', upstreamUrl: up.target.origin, databaseUrl: db.url, env, nodeArgs, cliPath });
+      const pg = await startTollgate({ name: 'tollgate-postgres@before', upstreamUrl: up.target.origin, databaseUrl: db.url, env, nodeArgs, root });
       closers.push(() => pg.close());
       targets.push(pg);
     }
@@ -90,14 +94,18 @@ async function main(): Promise<void> {
   if (only.has('concurrent')) {
     const body = chatBody({ stream: true, words: 20, paceMs: Number(values['pace-ms']) });
     const out = [];
-    // The other tree's tollgates take part in the latency scenarios only: 10,000 streams each would double the run.
-    for (const r of targets.slice(1).filter((x) => !x.target.name.endsWith('@before'))) {
-      log(`${streams} concurrent slow streams: ${r.target.name}`);
-      await sleep(1000);
-      const baseRss = memory(r.proc.pid).rss;
-      const c = await concurrentStreams(r.target, body, { count: streams, rampMs: Number(values['ramp-ms']), expectEvents: chatStreamEvents(20), baseRss });
-      log(`  ${c.ok}/${c.requested} ok, ${c.failed} dropped (${c.firstError ?? 'no error'}), most open ${c.maxOpen}, RSS ${MB(baseRss)} → peak ${MB(c.peakRss)} MB, ${((c.peakRss - baseRss) / streams / 1024).toFixed(1)} KB/stream, ${c.seconds.toFixed(0)} s`);
-      out.push(c);
+    // The other tree's tollgates take part in the latency scenarios only, unless asked: 10,000 streams each double the run.
+    const held = targets.slice(1).filter((x) => values['also-concurrent'] || !x.target.name.endsWith('@before'));
+    const rounds = Number(values.rounds) || 1;
+    for (let round = 0; round < rounds; round++) {
+      for (const r of round % 2 === 0 ? held : [...held].reverse()) {
+        log(`${streams} concurrent slow streams: ${r.target.name}${rounds > 1 ? ` (round ${round + 1}/${rounds})` : ''}`);
+        await sleep(1000);
+        const baseRss = memory(r.proc.pid).rss;
+        const c = await concurrentStreams(r.target, body, { count: streams, rampMs: Number(values['ramp-ms']), expectEvents: chatStreamEvents(20), baseRss });
+        log(`  ${c.ok}/${c.requested} ok, ${c.failed} dropped (${c.firstError ?? 'no error'}), most open ${c.maxOpen}, RSS ${MB(baseRss)} → peak ${MB(c.peakRss)} MB, ${((c.peakRss - baseRss) / streams / 1024).toFixed(1)} KB/stream, ${c.seconds.toFixed(0)} s`);
+        out.push({ ...c, round });
+      }
     }
     result.concurrent = out;
   }

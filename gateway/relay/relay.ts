@@ -102,6 +102,7 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   let current: UpstreamTarget | undefined;
   let health: TargetHealth | undefined;
   let attempts = 0;
+  let detached: Promise<void> | undefined;
   const onAttempt: OnAttempt = (t, h) => {
     current = t;
     health = h;
@@ -134,12 +135,24 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
     const target = current!;
     if (res.statusCode >= 400) return await upstreamErrorReply(deps, res, reply, call, target);
     const contentType = String(res.headers['content-type'] ?? '');
-    if (contentType.includes('text/event-stream')) await relayStream(deps, call, target, res, reply, gone, controller, attempts);
-    else await relayJson(deps, call, target, res, reply, gone, attempts);
+    if (!contentType.includes('text/event-stream')) await relayJson(deps, call, target, res, reply, gone, attempts);
+    else if (res.streamedUpload) await relayStream(deps, call, target, res, reply, gone, controller, attempts);
+    else {
+      // A held stream does not keep this call's and its route's suspended frames (and their pending awaits) alive
+      // for its whole life: the route returns now (the reply is hijacked) and the stream's end finishes the relay.
+      // A streamed upload is still awaited: its route discards the upload only once the exchange is over.
+      detached = relayStream(deps, call, target, res, reply, gone, controller, attempts).catch(fail).finally(finish);
+    }
   } catch (err) {
+    fail(err);
+  } finally {
+    if (!detached) finish();
+  }
+  function fail(err: unknown): void {
     const gerr = err instanceof GatewayError ? err : upstreamError(err, current?.provider.id ?? 'unknown', controller);
     if (!reply.sent && !raw.headersSent) replyError(reply, call.family, gerr, call.requestId);
-  } finally {
+  }
+  function finish(): void {
     clearTimeout(total);
     deps.inflight?.delete(controller);
     health?.release();
@@ -265,7 +278,7 @@ function memberOnly(buf: Buffer, member: string): Record<string, unknown> | unde
   }
 }
 
-async function relayStream(
+function relayStream(
   deps: RelayDeps,
   call: RelayCall,
   target: UpstreamTarget,
@@ -286,6 +299,7 @@ async function relayStream(
     'x-accel-buffering': 'no',
     'x-tollgate-request-id': call.requestId,
   });
+  flattenSentHead(raw);
   // Read above and never again: a stream held open for minutes need not keep the upstream's headers alive.
   res.headers = {};
   const body = res.body;
@@ -303,7 +317,7 @@ async function relayStream(
   // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
   // client socket pauses the upstream until it drains.
   let failure: GatewayError | undefined;
-  const ended = await new Promise<Error | undefined>((resolve) => {
+  const ending = new Promise<Error | undefined>((resolve) => {
     let resume: (() => void) | undefined;
     /** Sends what this chunk gave the client; false when the client socket is full (the upstream then waits). */
     const pass = (chunk: Buffer): boolean => {
@@ -349,31 +363,43 @@ async function relayStream(
     // Headers leave with the first chunk when it came with them; else now, so the client sees the stream open.
     if (!wrote && !gone()) raw.flushHeaders();
   });
-  if (failure === undefined) {
-    if (ended) {
-      // After the stream started, a cut is a broken stream, not an unreachable upstream; a deadline is a timeout.
-      if (!(gone() && controller.aborted)) failure = isTimeout(ended) || controller.aborted ? upstreamError(ended, target.provider.id, controller) : new GatewayError('upstream_unavailable', `The upstream stream broke (provider "${target.provider.id}").`);
-    } else {
-      tap.end();
-      if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
+  // No suspended frame for the stream's life either: what follows its end runs as a continuation.
+  return ending.then(async (ended) => {
+    if (failure === undefined) {
+      if (ended) {
+        // After the stream started, a cut is a broken stream, not an unreachable upstream; a deadline is a timeout.
+        if (!(gone() && controller.aborted)) failure = isTimeout(ended) || controller.aborted ? upstreamError(ended, target.provider.id, controller) : new GatewayError('upstream_unavailable', `The upstream stream broke (provider "${target.provider.id}").`);
+      } else {
+        tap.end();
+        if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
+      }
     }
-  }
-  tel.upstreamDone(undefined, failure);
-  try {
-    // Already under way when the terminal event came (its chunk is sent first); else billed now.
-    await (billing ??= record());
-  } catch (err) {
-    failure = unrecorded(err);
-  }
-  if (!gone()) {
-    if (converter) {
-      // What the converter still holds (e.g. closing events) goes out after the row is durable.
-      out += converter.end();
-      if (!failure && out !== '') raw.write(out);
+    tel.upstreamDone(undefined, failure);
+    try {
+      // Already under way when the terminal event came (its chunk is sent first); else billed now.
+      await (billing ??= record());
+    } catch (err) {
+      failure = unrecorded(err);
     }
-    if (failure) raw.write(call.streamError(failure));
-    raw.end();
-  }
+    if (!gone()) {
+      if (converter) {
+        // What the converter still holds (e.g. closing events) goes out after the row is durable.
+        out += converter.end();
+        if (!failure && out !== '') raw.write(out);
+      }
+      if (failure) raw.write(call.streamError(failure));
+      raw.end();
+    }
+  });
+}
+
+/**
+ * Node keeps the response head it built (needed for `headersSent`) as the string it was concatenated into: some
+ * thirty pieces, ~1 KB. One read makes V8 flatten it into a single string of its length, all a held stream keeps.
+ */
+function flattenSentHead(raw: ServerResponse): void {
+  const head = (raw as unknown as { _header?: unknown })._header;
+  if (typeof head === 'string') head.charCodeAt(0);
 }
 
 /** Calls `then` once the client socket drained, or closed (the relay then reads on without writing). */

@@ -11,6 +11,8 @@ export interface UpstreamResponse {
   statusCode: number;
   headers: IncomingHttpHeaders;
   body: UpstreamBody;
+  /** The request body was a stream (an upload), which its route cleans up only once the exchange is over. */
+  streamedUpload?: boolean;
 }
 
 /** Where a streamed body goes. */
@@ -159,20 +161,22 @@ const END_SINK: BodySink = { data: () => true, end() {} };
  * aborts the request at any stage; its reason is what the caller (or the body's sink) sees.
  */
 export class ResponseHandler implements Dispatcher.DispatchHandler, AbortWatcher {
-  private readonly resolve: (res: UpstreamResponse) => void;
-  private readonly reject: (err: Error) => void;
+  // Held for the life of a stream (one per open stream): settled promise callbacks are dropped once used.
+  private resolve: ((res: UpstreamResponse) => void) | undefined;
+  private reject: ((err: Error) => void) | undefined;
   private readonly signal: Abortable;
-  private readonly requestBody: unknown;
+  /** A streamed upload, destroyed when the exchange fails; a string or Buffer body needs nothing. */
+  private readonly upload: { destroy(err: Error): void; on?: (ev: string, fn: () => void) => void } | undefined;
   private controller: Dispatcher.DispatchController | undefined;
   private body: UpstreamBody | undefined;
-  private settled = false;
   /** The relay's switch this handler watches (no closure then), or how to stop listening to another signal. */
   private watching: AbortSwitch | undefined;
   private unlisten: (() => void) | undefined;
 
   constructor(signal: Abortable, requestBody: unknown, resolve: (res: UpstreamResponse) => void, reject: (err: Error) => void) {
     this.signal = signal;
-    this.requestBody = requestBody;
+    const rb = requestBody as { destroy?: unknown } | null | undefined;
+    this.upload = rb && typeof rb.destroy === 'function' ? (rb as ResponseHandler['upload']) : undefined;
     this.resolve = resolve;
     this.reject = reject;
     if (signal.aborted) return;
@@ -195,8 +199,9 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AbortWatcher
     const body = new UpstreamBody();
     body.attach(controller);
     this.body = body;
-    this.settled = true;
-    this.resolve({ statusCode, headers, body });
+    const resolve = this.resolve;
+    this.resolve = this.reject = undefined;
+    resolve?.(this.upload ? { statusCode, headers, body, streamedUpload: true } : { statusCode, headers, body });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -212,8 +217,8 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AbortWatcher
     this.done();
     // An abort we asked for surfaces as its reason, whatever undici wrapped it in.
     const e = this.signal.aborted ? reasonOf(this.signal) : err;
-    const rb = this.requestBody as { destroy?: (err: Error) => void; on?: (ev: string, fn: () => void) => void } | undefined;
-    if (rb && typeof rb.destroy === 'function') {
+    const rb = this.upload;
+    if (rb) {
       rb.on?.('error', noop);
       rb.destroy(e);
     }
@@ -224,9 +229,9 @@ export class ResponseHandler implements Dispatcher.DispatchHandler, AbortWatcher
   /** A synchronous dispatch failure (invalid options). */
   fail(err: Error): void {
     this.done();
-    if (this.settled) return;
-    this.settled = true;
-    this.reject(err);
+    const reject = this.reject;
+    this.resolve = this.reject = undefined;
+    reject?.(err);
   }
 
   /** The signal aborted: the request stops at whatever stage it is. */
