@@ -85,9 +85,8 @@ if (values.child) {
     // Unpartitioned: every migration but 0002 (the partitioning), so the table has the same columns and indexes.
     const migrations = readMigrations().filter((m) => !values.unpartitioned || m.version !== '0002');
     await migrate(store, migrations);
+    // Unpartitioned, 0007 gives the table the partitioned table's key, so the same writer statement runs against both.
     if (!values.unpartitioned) await maintainPartitions(store, { now: DAY0, daysAhead: 2 });
-    // The same key as the partitioned table, so the same writer statement runs against both.
-    else await store.exec('ALTER TABLE usage_events DROP CONSTRAINT usage_events_pkey, ADD PRIMARY KEY (request_id, occurred_at)');
     if (values['with-key-index']) await store.exec('CREATE INDEX usage_events_api_key_occurred_at ON usage_events (api_key_id, occurred_at)');
     const procs = Number(values.procs);
     const rows = Number(values.rows);

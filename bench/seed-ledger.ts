@@ -89,7 +89,7 @@ FROM (
   if (rebuild) {
     await store.transaction(async (q) => {
       await q.query(`SET LOCAL maintenance_work_mem = '512MB'`);
-      await q.query('ALTER TABLE usage_events ADD CONSTRAINT usage_events_pkey PRIMARY KEY (request_id, occurred_at)');
+      await q.query('ALTER TABLE usage_events ADD CONSTRAINT usage_events_pkey PRIMARY KEY (occurred_at, request_id)');
     });
     await store.transaction(async (q) => {
       await q.query(`SET LOCAL maintenance_work_mem = '512MB'`);

@@ -230,6 +230,17 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(rows).toEqual([{ client_model: odd, key_prefix: '\\N', detail: { [odd]: [odd, '\\N'] } }]);
   });
 
+  it('skips a replay inside a transaction too, which it must not abort', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const row = ledgerRow({ project, occurredAt: T0 });
+    const written = await store.transaction(async (q) => [await writeUsageBatch(q, [row]), await writeUsageBatch(q, [row, { ...row, requestId: `${row.requestId}-2` }])]);
+    expect(written).toEqual([1, 1]);
+    expect(await writeUsageBatch(store, [row])).toBe(0);
+    const { rows } = await store.query<{ n: string }>('SELECT sum(request_count)::text AS n FROM usage_hourly WHERE project = $1', [project]);
+    expect(rows[0].n).toBe('2');
+  });
+
   it('buckets by UTC hour whatever the session time zone', async () => {
     const { store } = db();
     const project = freshProject();

@@ -38,14 +38,14 @@ const FROM_STAGED = `SELECT request_id, timestamptz 'epoch' + trunc(occurred_ms)
 // The rollup reads the insert's RETURNING, so rows the insert skipped (replays, an id repeated in the
 // batch) never reach it, and the hour is cut in UTC whatever the session's TimeZone.
 // `table` is usage_events, or the day partition every row of the batch falls in (see dayTable).
-const writeSql = (table: string, source: string) => `
+const writeSql = (table: string, source: string, onConflict: boolean) => `
 WITH ins AS (
   INSERT INTO ${table} (request_id, occurred_at, organization, project, api_key_id, client_model, model_id,
     provider, upstream_model, endpoint, stream,
     input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read,
     estimated, cost_points, original_cost, detail, attempts, status, latency_ms, key_prefix)
   ${source}
-  ON CONFLICT (request_id, occurred_at) DO NOTHING
+  ${onConflict ? 'ON CONFLICT (request_id, occurred_at) DO NOTHING' : ''}
   RETURNING project, date_trunc('hour', occurred_at, 'UTC') AS hour,
     -- The model a report groups by: what the client sent, else the configured model id.
     coalesce(nullif(client_model, ''), model_id) AS model, organization, api_key_id,
@@ -122,8 +122,26 @@ export async function writeUsageBatch(q: Queryable, rows: readonly LedgerRow[]):
     const fixed = rows.map(storable);
     batch = copy ? copyText(fixed) : JSON.stringify(fixed.map(toPositional));
   }
-  const run = (table: string) =>
-    copy ? q.copyQuery!<{ inserted: string }>(STAGE_SQL + statement(table, FROM_STAGED), batch) : q.query<{ inserted: string }>(statement(table, FROM_JSONB), [batch]);
+  // Outside a transaction (q is a store) a failed statement leaves nothing behind, so the plain insert goes first:
+  // ON CONFLICT probes the key for every row before inserting it (~1.5 µs of backend CPU a row, measured), where the
+  // plain insert's own uniqueness check costs next to nothing. Replays (after a crash or a lost commit
+  // acknowledgement, or an id twice in a batch) fail it on the key and go again with ON CONFLICT. Inside a
+  // transaction a failure would abort it: ON CONFLICT from the start. (PGlite's COPY path keeps ON CONFLICT.)
+  let onConflict = copy || !('transaction' in q);
+  const once = (table: string) =>
+    copy
+      ? q.copyQuery!<{ inserted: string }>(STAGE_SQL + statement(table, FROM_STAGED, onConflict), batch)
+      : q.query<{ inserted: string }>(statement(table, FROM_JSONB, onConflict), [batch]);
+  const run = async (table: string) => {
+    if (onConflict) return once(table);
+    try {
+      return await once(table);
+    } catch (err) {
+      if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
+      onConflict = true;
+      return once(table);
+    }
+  };
   // One row per touched bucket, each carrying the statement's insert count (none when all were replays).
   const direct = await dayTable(q, rows);
   let buckets: { inserted: string }[];
@@ -141,13 +159,13 @@ export async function writeUsageBatch(q: Queryable, rows: readonly LedgerRow[]):
 
 /** The statement for a table and a source, built once each. */
 const statements = new Map<string, string>();
-function statement(table: string, source: string): string {
-  const key = `${table} ${source === FROM_STAGED ? 'staged' : 'jsonb'}`;
+function statement(table: string, source: string, onConflict: boolean): string {
+  const key = `${table} ${source === FROM_STAGED ? 'staged' : 'jsonb'} ${onConflict}`;
   let sql = statements.get(key);
   if (sql === undefined) {
     // Day tables come and go; the map holds a handful at most before an old day is dropped from it.
     if (statements.size > 16) statements.clear();
-    statements.set(key, (sql = writeSql(table, source)));
+    statements.set(key, (sql = writeSql(table, source, onConflict)));
   }
   return sql;
 }
@@ -168,6 +186,7 @@ function copyText(rows: readonly LedgerRow[]): string {
 }
 
 const UNDEFINED_TABLE = '42P01';
+const UNIQUE_VIOLATION = '23505';
 const DAY_MS = 86_400_000;
 // A day without a partition is looked up again after this long (maintenance creates days ahead, hourly).
 const RECHECK_MS = 60_000;

@@ -71,4 +71,24 @@ describe.each(BACKENDS)('migrations on %s', (backend) => {
     expect(await keyIndexes()).toBe(0);
     expect(await countRows(store, 'pg_indexes', "tablename = 'usage_events_p20261124' AND indexdef LIKE '%(occurred_at, request_id)%'")).toBe(1);
   });
+  it('0007 makes (occurred_at, request_id) the key of usage_events and every partition, in place of both indexes', async () => {
+    const { store } = db();
+    await store.exec('DROP SCHEMA public CASCADE; CREATE SCHEMA public');
+    await migrate(store, readMigrations().filter((m) => m.version < '0007'));
+    await store.exec("CREATE TABLE usage_events_p20261124 PARTITION OF usage_events FOR VALUES FROM ('2026-11-24') TO ('2026-11-25')");
+    const insert = `INSERT INTO usage_events (request_id, occurred_at, organization, project, api_key_id, client_model, model_id, provider,
+      upstream_model, endpoint, stream, input, output, cache_read, cache_write, reasoning, artifacts, cache_explicit_read, estimated, cost_points, original_cost)
+      VALUES ($1, '2026-11-24T10:15:00Z', 'org', 'proj', 'k', 'm', 'model-id', 'p', 'u', '/api/v1/chat/completions', false, 1, 1, 0, 0, 0, 0, 0, false, 1, 1)
+      ON CONFLICT (request_id, occurred_at) DO NOTHING`;
+    await store.query(insert, ['r1']);
+    expect(await migrate(store)).toContain('0007');
+    const indexes = (where: string) => countRows(store, 'pg_indexes', `tablename = 'usage_events_p20261124' AND ${where}`);
+    expect(await indexes("indexdef LIKE 'CREATE UNIQUE INDEX % (occurred_at, request_id)'")).toBe(1);
+    expect(await indexes("indexdef LIKE '%(request_id%'")).toBe(0);
+    expect(await indexes('true')).toBe(2); // the key and (project, occurred_at)
+    // The key still keeps a replay out.
+    await store.query(insert, ['r1']);
+    await store.query(insert, ['r2']);
+    expect(await countRows(store, 'usage_events')).toBe(2);
+  });
 });
