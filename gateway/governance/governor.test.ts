@@ -69,7 +69,7 @@ describe('spend units', () => {
   });
 
   it('reads a ledger cost the same way on its short path as the general parse', () => {
-    for (const text of ['0.0000213', '12.5', '3', '0.000000000000001', '0.0000000000000001', '0.1234567890123456789', '1e-7', '2.50', '007.10']) {
+    for (const text of ['0.0000213', '12.5', '3', '0.000000000000001', '0.0000000000000001', '0.1234567890123456789', '1e-7', '2.50', '007.10', '99999999.9999999', '123456789012.123456', '9007199254740993.000000000000001']) {
       expect(costToUnits(text)).toBe(pointsToUnits(text));
     }
     expect(() => costToUnits('1.2.3')).toThrow();

@@ -24,17 +24,43 @@ const S_TEXT: string[] = [];
  * and again moving every other header of the answer through setHeader (a hijacked stream merges them, relay.ts).
  */
 export function setRateHeaders(reply: FastifyReply, family: ErrorFamily, rules: readonly Rule[], v: Verdict, now: number): void {
+  const p = plan(rules);
   let req = -1;
   let tok = -1;
-  for (let i = 0; i < rules.length; i++) {
-    const k = rules[i].kind;
-    if (v.remaining[i] === undefined) continue;
-    if (k === 'rpm' && (req < 0 || (v.remaining[i] as number) < (v.remaining[req] as number))) req = i;
-    else if (k === 'tpm' && (tok < 0 || (v.remaining[i] as number) < (v.remaining[tok] as number))) tok = i;
+  for (let j = 0; j < p.rpm.length; j++) {
+    const i = p.rpm[j];
+    if (v.remaining[i] !== undefined && (req < 0 || (v.remaining[i] as number) < (v.remaining[req] as number))) req = i;
+  }
+  for (let j = 0; j < p.tpm.length; j++) {
+    const i = p.tpm[j];
+    if (v.remaining[i] !== undefined && (tok < 0 || (v.remaining[i] as number) < (v.remaining[tok] as number))) tok = i;
   }
   const names = family === 'messages' ? ANTHROPIC : OPENAI;
-  if (req >= 0) set(reply, names.requests, family, rules[req].limit, v.remaining[req] as number, v.resetMs[req], now);
-  if (tok >= 0) set(reply, names.tokens, family, rules[tok].limit, v.remaining[tok] as number, v.resetMs[tok], now);
+  if (req >= 0) set(reply, names.requests, family, p.limits[req], v.remaining[req] as number, v.resetMs[req], now);
+  if (tok >= 0) set(reply, names.tokens, family, p.limits[tok], v.remaining[tok] as number, v.resetMs[tok], now);
+}
+
+/** Per rules list (compiled once per snapshot): where its rpm and tpm rules are, and their limits as header text. */
+interface Plan {
+  rpm: number[];
+  tpm: number[];
+  limits: (string | undefined)[];
+}
+const plans = new WeakMap<readonly Rule[], Plan>();
+
+function plan(rules: readonly Rule[]): Plan {
+  let p = plans.get(rules);
+  if (p === undefined) {
+    p = { rpm: [], tpm: [], limits: [] };
+    for (let i = 0; i < rules.length; i++) {
+      const r = rules[i];
+      if (r.kind === 'rpm') p.rpm.push(i);
+      else if (r.kind === 'tpm') p.tpm.push(i);
+      p.limits.push(r.kind === 'rpm' || r.kind === 'tpm' ? String(r.limit) : undefined);
+    }
+    plans.set(rules, p);
+  }
+  return p;
 }
 
 // Header names built once: [limit, remaining, reset].
@@ -47,8 +73,8 @@ const ANTHROPIC = {
   tokens: ['anthropic-ratelimit-tokens-limit', 'anthropic-ratelimit-tokens-remaining', 'anthropic-ratelimit-tokens-reset'],
 } as const;
 
-function set(reply: FastifyReply, names: readonly [string, string, string], family: ErrorFamily, limit: number, remaining: number, resetMs: number, now: number): void {
-  reply.header(names[0], String(limit));
+function set(reply: FastifyReply, names: readonly [string, string, string], family: ErrorFamily, limit: string | undefined, remaining: number, resetMs: number, now: number): void {
+  reply.header(names[0], limit!);
   reply.header(names[1], String(remaining));
   // OpenAI: a duration ("6s"); Anthropic: the RFC 3339 time of the reset, to the second.
   reply.header(names[2], family === 'messages' ? resetTime(Math.ceil((now + resetMs) / 1000)) : resetText(resetMs));

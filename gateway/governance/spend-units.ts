@@ -29,7 +29,13 @@ const PLAIN_POINTS = /^\d+\.\d+$/;
  */
 export function costToUnits(text: string): bigint {
   const dot = text.indexOf('.');
-  if (dot > 0 && text.length - dot - 1 <= SPEND_SCALE && PLAIN_POINTS.test(text)) return BigInt(text.slice(0, dot) + text.slice(dot + 1).padEnd(SPEND_SCALE, '0'));
+  const decimals = text.length - dot - 1;
+  if (dot > 0 && decimals <= SPEND_SCALE && PLAIN_POINTS.test(text)) {
+    const digits = text.slice(0, dot) + text.slice(dot + 1);
+    // Up to 15 digits the integer is exact as a double: a number parse and one small multiply, not a long BigInt parse.
+    if (digits.length <= 15) return BigInt(Number(digits)) * POW10[SPEND_SCALE - decimals];
+    return BigInt(digits.padEnd(digits.length + SPEND_SCALE - decimals, '0'));
+  }
   return toUnits(parseDecimal(text));
 }
 
