@@ -12,7 +12,6 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
 import type { FastifyReply } from 'fastify';
 import { generateApiKey } from '../gateway/auth/api-key.ts';
 import type * as GovernorModule from '../gateway/governance/governor.ts';
@@ -22,6 +21,7 @@ import type { LedgerRow } from '../gateway/ledger/row.ts';
 import { compileSnapshot } from '../gateway/snapshot/runtime.ts';
 import { snapshotSchema } from '../gateway/snapshot/schema.ts';
 import { median, Samples } from './stats.ts';
+import { deleteRedisPrefix } from './redis-keys.ts';
 
 const { values } = parseArgs({
   options: {
@@ -156,12 +156,5 @@ try {
   }
 } finally {
   for (const v of versions) await v.gov.close();
-  const redis = new Redis(values.redis);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
-  redis.disconnect();
+  await deleteRedisPrefix(values.redis, prefix);
 }

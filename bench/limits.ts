@@ -28,7 +28,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import Fastify from 'fastify';
 import type { FastifyReply } from 'fastify';
@@ -52,6 +51,7 @@ import { cpuSecondsFine, freePort, spawnServer } from './proc.ts';
 import type { ServerProc } from './proc.ts';
 import { benchConfig, GATEWAY_NODE_OPTIONS, startBare, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
+import { deleteRedisPrefix } from './redis-keys.ts';
 
 const { values } = parseArgs({
   options: {
@@ -398,13 +398,6 @@ try {
   for (const g of gateways) await g.running.close();
   await up.close();
   for (const db of dbs) await db.drop();
-  const redis = new Redis(values.redis);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
-  redis.disconnect();
+  await deleteRedisPrefix(values.redis, prefix);
   if (instrDir) rmSync(instrDir, { recursive: true, force: true });
 }
