@@ -341,7 +341,7 @@ export class RedisBackend implements CounterBackend {
     }
     const replays = this.replays;
     this.replays = [];
-    for (const s of replays) this.sendSettle(s);
+    for (const s of replays) this.sendSettle(s, this.prebuilt(s.rules, s.spendKeys));
   }
 
   settle(s: SettleInput): void {
@@ -352,17 +352,17 @@ export class RedisBackend implements CounterBackend {
     }
     // The local view keeps the exact spend too (concurrency and tokens there belong to local admissions only).
     if (s.spendDelta !== 0n) for (let i = 0; i < s.rules.length; i++) if (s.rules[i].kind === 'budget') this.local.spend.set(s.spendKeys[i]!, this.local.spent(s.spendKeys[i]!) + s.spendDelta);
-    if (!this.prebuilt(s.rules, s.spendKeys).settles) return;
+    const p = this.prebuilt(s.rules, s.spendKeys);
+    if (!p.settles) return;
     if (this.client.status !== 'ready') {
       // Never sent: the spend is added on recovery (the slot expires with its lease).
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
       return;
     }
-    this.sendSettle(s);
+    this.sendSettle(s, p);
   }
 
-  private sendSettle(s: SettleInput): void {
-    const p = this.prebuilt(s.rules, s.spendKeys);
+  private sendSettle(s: SettleInput, p: Prebuilt): void {
     const b = this.batch(false);
     const [dw, df] = s.spendDelta === 0n ? ZERO : split(s.spendDelta);
     b.argv.push(`S ${b.list(p)} ${s.now} ${s.lease} ${s.tokensDelta} ${dw} ${df}`);

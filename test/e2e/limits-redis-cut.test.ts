@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../gateway/auth/api-key.ts';
 import type { SnapshotInput } from '../../gateway/snapshot/schema.ts';
@@ -23,6 +22,7 @@ import type { TcpProxy } from '../support/tcp-proxy.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
 import type { FakeUpstream } from '../upstream/server.ts';
 import { startFakeUpstream } from '../upstream/server.ts';
+import { deleteRedisPrefix } from '../../bench/redis-keys.ts';
 
 const REDIS = { host: '127.0.0.1', port: 6379 };
 const prefix = `tollgate-test:${randomUUID()}:`;
@@ -82,16 +82,7 @@ afterAll(async () => {
   await db?.drop();
   await local?.drop();
   if (dir) rmSync(dir, { recursive: true, force: true });
-  const r = new Redis(REDIS.port, REDIS.host);
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    found.push(...batch);
-  } while (cursor !== '0');
-  if (found.length) await r.del(...found);
-  r.disconnect();
+  await deleteRedisPrefix(`redis://${REDIS.host}:${REDIS.port}`, prefix);
 });
 
 function send(pod: ChildGateway, key: string): Promise<Response> {

@@ -4,7 +4,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../gateway/auth/api-key.ts';
 import type { SnapshotInput } from '../../gateway/snapshot/schema.ts';
@@ -18,6 +17,7 @@ import type { FakeUpstream } from '../upstream/server.ts';
 import { startFakeUpstream } from '../upstream/server.ts';
 import { sumDecimals } from '../support/expected-cost.ts';
 import { pointsToUnits } from '../../gateway/governance/spend-units.ts';
+import { deleteRedisPrefix } from '../../bench/redis-keys.ts';
 
 const prefix = `tollgate-test:${randomUUID()}:`;
 const keys = { rpm: generateApiKey(), conc: generateApiKey(), lease: generateApiKey(), budget: generateApiKey() };
@@ -75,16 +75,7 @@ afterAll(async () => {
   await db?.drop();
   await local?.drop();
   if (dir) rmSync(dir, { recursive: true, force: true });
-  const r = new Redis(6379, '127.0.0.1');
-  const found: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    found.push(...batch);
-  } while (cursor !== '0');
-  if (found.length) await r.del(...found);
-  r.disconnect();
+  await deleteRedisPrefix('redis://127.0.0.1:6379', prefix);
 });
 
 function send(pod: ChildGateway, key: string, model = 'gpt-4o-mini', content = 'Hi'): Promise<Response> {

@@ -1,7 +1,6 @@
 // The Redis backend against the machine's real Redis (its own key prefix; nothing else is touched).
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../gateway/auth/api-key.ts';
 import { GatewayError } from '../../gateway/errors.ts';
@@ -12,6 +11,7 @@ import type { LedgerRow } from '../../gateway/ledger/row.ts';
 import { compileSnapshot } from '../../gateway/snapshot/runtime.ts';
 import { snapshotSchema } from '../../gateway/snapshot/schema.ts';
 import { startTcpProxy } from '../support/tcp-proxy.ts';
+import { deleteRedisPrefix } from '../../bench/redis-keys.ts';
 
 const REDIS = { host: '127.0.0.1', port: 6379 };
 const K = generateApiKey();
@@ -21,16 +21,7 @@ const backends: RedisBackend[] = [];
 afterAll(async () => {
   for (const b of backends) await b.close();
   // Only this run's keys: SCAN by prefix, never FLUSH.
-  const r = new Redis(REDIS.port, REDIS.host);
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    keys.push(...batch);
-  } while (cursor !== '0');
-  if (keys.length) await r.del(...keys);
-  r.disconnect();
+  await deleteRedisPrefix(`redis://${REDIS.host}:${REDIS.port}`, prefix);
 });
 
 function world(key: Record<string, unknown>, totalMs = 1000) {
