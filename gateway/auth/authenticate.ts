@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { GatewayError } from '../errors.ts';
 import type { RuntimeKey, RuntimeSnapshot } from '../snapshot/runtime.ts';
 import { hashApiKey, looksLikeApiKey } from './api-key.ts';
+import { lookupKey } from './key-cache.ts';
 
 /** The presented credential: Authorization: Bearer, x-api-key, and on the gemini path x-goog-api-key or ?key=. */
 export function presentedKey(headers: IncomingHttpHeaders, geminiKey?: string): string | undefined {
@@ -16,7 +17,7 @@ export function presentedKey(headers: IncomingHttpHeaders, geminiKey?: string): 
 
 export function authenticate(snapshot: RuntimeSnapshot, presented: string | undefined, now = Date.now()): RuntimeKey {
   if (!presented) throw new GatewayError('invalid_api_key', 'Missing API key. Send it as "Authorization: Bearer sk_live_..." or "x-api-key".');
-  const key = looksLikeApiKey(presented) ? snapshot.keysByHash.get(hashApiKey(presented)) : undefined;
+  const key = looksLikeApiKey(presented) ? lookupKey(snapshot.keysByHash, presented, hashApiKey) : undefined;
   if (!key) throw new GatewayError('invalid_api_key', `Incorrect API key provided: ${mask(presented)}.`);
   if (key.disabled) throw new GatewayError('invalid_api_key', `API key ${key.prefix}… has been revoked.`);
   if (key.expiresAtMs !== undefined && key.expiresAtMs <= now) throw new GatewayError('invalid_api_key', `API key ${key.prefix}… has expired.`);

@@ -70,6 +70,12 @@ describe('discounts', () => {
   it('an override of 1 means full price even when the group discounts', () => {
     expect(priceUsage(tiers, usage({ input: 100 }), parseDecimal('1')).costPoints).toBe('0.0001');
   });
+  it('a factor of 1 in any scale is full price, and 10 or 0.1 are not', () => {
+    const u = usage({ input: 100 });
+    expect(priceUsage(tiers, u, { units: 100n, scale: 2 }).costPoints).toBe('0.0001');
+    expect(priceUsage(tiers, u, { units: 10n, scale: 0 }).costPoints).toBe('0.001');
+    expect(priceUsage(tiers, u, { units: 1n, scale: 1 }).costPoints).toBe('0.00001');
+  });
 });
 
 describe('input_tokens_tiers', () => {

@@ -57,5 +57,15 @@ export function priceUsage(pricing: CompiledPricing, usage: Usage, discount: Dec
     sum = add(sum, mul(fromInt(usage.cacheWrite), tier.cacheWrite));
   }
   const original = shift(sum, 6);
-  return { originalCost: toPlainString(original), costPoints: toPlainString(mul(original, discount ?? pricing.discount)) };
+  const originalCost = toPlainString(original);
+  const d = discount ?? pricing.discount;
+  // No discount (a factor of exactly 1, the default): the cost is the original, already written out.
+  return { originalCost, costPoints: isOne(d) ? originalCost : toPlainString(mul(original, d)) };
 }
+
+/** Exactly 1 in any scale (1, 1.0, 1.00...). */
+function isOne(d: Decimal): boolean {
+  return d.scale >= 0 && d.scale < POW10_ONE.length && d.units === POW10_ONE[d.scale];
+}
+
+const POW10_ONE = [1n, 10n, 100n, 1000n, 10000n, 100000n, 1000000n];

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { requestLogger, withLazyChildren } from './request-logger.ts';
 
 function capture() {
@@ -39,5 +39,32 @@ describe('requestLogger', () => {
     expect(lines[0]).toMatchObject({ level: 30, port: 1, msg: 'listening' });
     expect(lines[0]).not.toHaveProperty('reqId');
     expect(lines[1]).toMatchObject({ level: 50, reqId: 'r-3', msg: 'failed' });
+  });
+});
+
+describe('withLazyChildren under fastify', () => {
+  it('makes no pino child for a request that does not log, and the usual one for a request that does', async () => {
+    const { default: Fastify, LogController } = await import('fastify');
+    const { log, lines } = capture();
+    const app = Fastify({ loggerInstance: withLazyChildren(log), logController: new LogController({ disableRequestLogging: true }) });
+    app.get('/quiet', async () => 'ok');
+    app.get('/loud', async (req) => {
+      req.log.warn({ provider: 'p' }, 'refused');
+      return 'ok';
+    });
+    await app.ready();
+    // pino's `child` is shared by every pino logger: count the children made per request from here on.
+    const made = vi.spyOn(Object.getPrototypeOf(log) as { child: typeof log.child }, 'child');
+    try {
+      expect((await app.inject({ method: 'GET', url: '/quiet' })).statusCode).toBe(200);
+      expect(made).not.toHaveBeenCalled();
+      expect((await app.inject({ method: 'GET', url: '/loud' })).statusCode).toBe(200);
+      expect(made).toHaveBeenCalledTimes(1);
+      expect(lines.at(-1)).toMatchObject({ level: 40, provider: 'p', msg: 'refused' });
+      expect(lines.at(-1)).toHaveProperty('reqId');
+    } finally {
+      made.mockRestore();
+      await app.close();
+    }
   });
 });

@@ -52,9 +52,13 @@ for (const m of LEVELS) {
   });
 }
 
-/** The same child as `logger.child`, made at its first use. One with its own level or serializers is made at once. */
+/**
+ * The same child as `logger.child`, made at its first use. One with its own level or serializers is made at once,
+ * and hands out lazy children in turn: fastify's own logger is such a child of the one it is given (with its
+ * serializers), and every request's logger is a child of that one.
+ */
 export function requestLogger(logger: FastifyBaseLogger, bindings: Bindings, opts: ChildLoggerOptions = {}): FastifyBaseLogger {
-  if (opts.level !== undefined || opts.serializers !== undefined) return logger.child(bindings, opts);
+  if (opts.level !== undefined || opts.serializers !== undefined) return withLazyChildren(logger.child(bindings, opts));
   return new RequestLogger(logger, bindings) as unknown as FastifyBaseLogger;
 }
 

@@ -88,6 +88,8 @@ function chatFallback(call: RelayCall, body: Record<string, unknown>, m: Runtime
 function modelValue(raw: Buffer, model: unknown): Span | undefined {
   const span = topLevelValue(raw, 'model');
   if (!span || raw[span.start] !== 0x22) return undefined;
+  // Bytes equal to the model's text between the quotes are that string (an escape would not read as itself).
+  if (typeof model === 'string' && span.end - span.start === model.length + 2 && raw.toString('latin1', span.start + 1, span.end - 1) === model) return span;
   try {
     return JSON.parse(raw.toString('utf8', span.start, span.end)) === model ? span : undefined;
   } catch {

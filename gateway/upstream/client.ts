@@ -111,7 +111,8 @@ function prepared(provider: RuntimeProvider): Prepared {
   let p = preparedFor.get(provider);
   if (p) return p;
   const targets = new Map<string, { origin: string; path: string }>();
-  const headerSets = new Map<string, Record<string, string>>();
+  // Protocol, then content type: two lookups on constant strings, no key string built per request.
+  const headerSets = new Map<Protocol, Map<string, Record<string, string>>>();
   p = {
     target(path) {
       let t = targets.get(path);
@@ -123,9 +124,10 @@ function prepared(provider: RuntimeProvider): Prepared {
       return t;
     },
     headers(protocol, contentType, make) {
-      const k = `${protocol}\u0000${contentType}`;
-      let h = headerSets.get(k);
-      if (!h) headerSets.set(k, (h = Object.freeze(make()) as Record<string, string>));
+      let byType = headerSets.get(protocol);
+      if (!byType) headerSets.set(protocol, (byType = new Map()));
+      let h = byType.get(contentType);
+      if (!h) byType.set(contentType, (h = Object.freeze(make()) as Record<string, string>));
       return h;
     },
   };
