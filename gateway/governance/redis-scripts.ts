@@ -71,12 +71,13 @@ local function slot(key, now)
   end
   return c
 end
--- A spend counter: whole points w and femtopoints f; ttl > 0 once a change asks for an expiry.
+-- A spend counter: whole points w and femtopoints f; ttl > 0 once a change asks for an expiry. A counter's expiry is
+-- set when it is made (its name holds its period, so it only has to outlive that): one that exists keeps its own.
 local function spend(key)
   local c = spends[key]
   if c == nil then
     local v = redis.call('HMGET', key, 'w', 'f')
-    c = {w = tonumber(v[1] or '0'), f = tonumber(v[2] or '0'), ttl = 0, dirty = false}
+    c = {w = tonumber(v[1] or '0'), f = tonumber(v[2] or '0'), ttl = 0, dirty = false, existed = (v[1] or v[2]) ~= false}
     spends[key] = c
   end
   return c
@@ -242,7 +243,7 @@ end
 for key, c in pairs(spends) do
   if c.dirty then
     redis.call('HSET', key, 'w', string.format('%d', c.w), 'f', string.format('%d', c.f))
-    if c.ttl > 0 then redis.call('PEXPIRE', key, c.ttl) end
+    if c.ttl > 0 and not c.existed then redis.call('PEXPIRE', key, c.ttl) end
   end
 end
 return out

@@ -136,6 +136,22 @@ describe('redis backend', () => {
     expect(again.limits[0]).toMatchObject({ kind: 'concurrency', remaining: 0 });
   });
 
+  it('a month spend counter expires 95 days after it is made, and keeps that expiry as it grows', async () => {
+    const c = world({ budget: { month: '10' } });
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    const t = (await admit(g, c)) as Ticket;
+    const key = prefix + t.spendKeys.find((k) => k !== undefined)!;
+    const first = await b.client.pttl(key);
+    expect(first).toBeGreaterThan(94 * 86_400_000);
+    expect(first).toBeLessThanOrEqual(95 * 86_400_000);
+    t.charged({ input: 100, output: 50, cacheRead: 0, cacheWrite: 0, costPoints: '0.5' } as LedgerRow);
+    t.finish();
+    await admit(g, c);
+    expect((await g.describe(c.key)).budgets[0].spent).toBe('0.5001');
+    expect(await b.client.pttl(key)).toBeGreaterThan(94 * 86_400_000);
+  });
+
   it('a turn with very many requests is split into bounded calls', async () => {
     const c = world({ limits: { rpm: 1000 } });
     const b = await backend();
