@@ -5,10 +5,12 @@
 //     this process per request (user + system) and script calls per request;
 //   open loop: `--rate` admissions per second for `--seconds`, each settled 2 ms after its admission; admission
 //     latency p50/p99 and CPU per request.
+// Both loads also report Redis's own time in the script per request (its INFO commandstats, evalsha usec, read before
+// and after: another client running scripts on the same Redis at the same time would be counted too).
 // With `--baseline DIR` (another checkout, e.g. a `git archive` of main with node_modules linked) both versions run
 // in this process, interleaved round by round (every other round in reverse order), and medians are reported.
 //   node bench/limits-redis-backend.ts [--requests 20000] [--concurrency 8] [--rate 1000] [--seconds 3] [--rounds 5]
-//     [--baseline DIR]
+//     [--baseline DIR] [--redis-prefix tollgate-bench:]
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -32,17 +34,20 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
     baseline: { type: 'string' },
+    // Keys are made under this prefix plus a fresh id, and removed at the end.
+    'redis-prefix': { type: 'string', default: 'tollgate-bench:' },
   },
 });
 const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
-const prefix = `tollgate-bench:${randomUUID()}:`;
+const prefix = `${values['redis-prefix']}${randomUUID()}:`;
 const HIGH = { rpm: 1_000_000_000, tpm: 1_000_000_000, concurrency: 1_000_000 };
 const BUDGET = { month: '1000000000', total: '1000000000' };
 const row = { input: 20, output: 30, cacheRead: 0, cacheWrite: 0, costPoints: '0.0000213' } as LedgerRow;
-const reply = { raw: { setHeader() {} } } as unknown as FastifyReply;
+// The governor sets its rate-limit headers on the fastify reply: a stand-in that takes them.
+const reply = { header() {}, raw: { setHeader() {} } } as unknown as FastifyReply;
 
 interface Governed {
   admit(call: GovernedCall, reply: FastifyReply): Ticket | Promise<Ticket> | undefined;
@@ -52,6 +57,7 @@ interface Governed {
 interface Version {
   name: string;
   gov: Governed;
+  client: { info(section: string): Promise<string> };
   calls: number;
   call: GovernedCall;
 }
@@ -71,10 +77,11 @@ async function load(name: string, dir: string): Promise<Version> {
     }),
   );
   const model = s.byName.get('m')!;
-  const v: Version = { name, gov: undefined as unknown as Governed, calls: 0, call: { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! } };
+  const v: Version = { name, gov: undefined as unknown as Governed, client: undefined as unknown as Version['client'], calls: 0, call: { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! } };
   const backend = new RedisBackend({ url: values.redis, prefix, onBatch: () => v.calls++ });
   await backend.ready();
   v.gov = new Governor({ backend });
+  v.client = backend.client;
   return v;
 }
 
@@ -84,9 +91,15 @@ const cpuNow = () => {
   return c.user + c.system;
 };
 
-/** Closed loop: µs CPU and script calls per request. */
-async function closed(v: Version): Promise<{ cpuUs: number; calls: number }> {
+/** Redis's total µs spent in EVALSHA so far (INFO commandstats). */
+async function scriptUs(v: Version): Promise<number> {
+  return Number(/cmdstat_evalsha:.*?usec=(\d+)/.exec(await v.client.info('commandstats'))?.[1] ?? NaN);
+}
+
+/** Closed loop: µs CPU, script calls and Redis's µs in the script per request. */
+async function closed(v: Version): Promise<{ cpuUs: number; calls: number; redisUs: number }> {
   let left = requests;
+  const r0 = await scriptUs(v);
   const c0 = cpuNow();
   const k0 = v.calls;
   await Promise.all(
@@ -99,12 +112,14 @@ async function closed(v: Version): Promise<{ cpuUs: number; calls: number }> {
       }
     }),
   );
-  return { cpuUs: (cpuNow() - c0) / requests, calls: (v.calls - k0) / requests };
+  const cpuUs = (cpuNow() - c0) / requests;
+  return { cpuUs, calls: (v.calls - k0) / requests, redisUs: ((await scriptUs(v)) - r0) / requests };
 }
 
 /** Open loop at `rate`/s: admission latency and µs CPU per request. */
-async function open(v: Version): Promise<{ p50: number; p99: number; cpuUs: number; calls: number }> {
+async function open(v: Version): Promise<{ p50: number; p99: number; cpuUs: number; calls: number; redisUs: number }> {
   const n = Math.round(rate * seconds);
+  const r0 = await scriptUs(v);
   const lat = new Samples();
   const pending: Promise<void>[] = [];
   const c0 = cpuNow();
@@ -126,20 +141,21 @@ async function open(v: Version): Promise<{ p50: number; p99: number; cpuUs: numb
   }
   await Promise.all(pending);
   const s = lat.summary();
-  return { p50: s.p50, p99: s.p99, cpuUs: (cpuNow() - c0) / n, calls: (v.calls - k0) / n };
+  const cpuUs = (cpuNow() - c0) / n;
+  return { p50: s.p50, p99: s.p99, cpuUs, calls: (v.calls - k0) / n, redisUs: ((await scriptUs(v)) - r0) / n };
 }
 
 const versions = [await load('current', '.')];
 if (values.baseline) versions.push(await load('baseline', values.baseline));
 try {
   for (const v of versions) await closed(v); // warm-up
-  const results = new Map(versions.map((v) => [v.name, [] as { closedCpuUs: number; closedCalls: number; openCpuUs: number; openCalls: number; p50: number; p99: number }[]]));
+  const results = new Map(versions.map((v) => [v.name, [] as { closedCpuUs: number; closedCalls: number; closedRedisUs: number; openCpuUs: number; openCalls: number; openRedisUs: number; p50: number; p99: number }[]]));
   for (let round = 0; round < Number(values.rounds); round++) {
     const order = round % 2 === 0 ? versions : [...versions].reverse();
     for (const v of order) {
       const c = await closed(v);
       const o = await open(v);
-      results.get(v.name)!.push({ closedCpuUs: c.cpuUs, closedCalls: c.calls, openCpuUs: o.cpuUs, openCalls: o.calls, p50: o.p50, p99: o.p99 });
+      results.get(v.name)!.push({ closedCpuUs: c.cpuUs, closedCalls: c.calls, closedRedisUs: c.redisUs, openCpuUs: o.cpuUs, openCalls: o.calls, openRedisUs: o.redisUs, p50: o.p50, p99: o.p99 });
     }
   }
   console.log(`closed loop: ${requests} requests at concurrency ${concurrency}; open loop: ${rate}/s for ${seconds} s; ${values.rounds} rounds, medians`);
@@ -147,7 +163,7 @@ try {
     versions.map((v) => {
       const r = results.get(v.name)!;
       const m = (f: (x: (typeof r)[number]) => number, d = 1) => +median(r.map(f)).toFixed(d);
-      return { version: v.name, 'closed µs/req': m((x) => x.closedCpuUs), 'closed calls/req': m((x) => x.closedCalls, 3), 'open µs/req': m((x) => x.openCpuUs), 'open calls/req': m((x) => x.openCalls, 3), 'open p50 ms': m((x) => x.p50, 3), 'open p99 ms': m((x) => x.p99, 3) };
+      return { version: v.name, 'closed µs/req': m((x) => x.closedCpuUs), 'closed calls/req': m((x) => x.closedCalls, 3), 'closed redis µs/req': m((x) => x.closedRedisUs), 'open µs/req': m((x) => x.openCpuUs), 'open calls/req': m((x) => x.openCalls, 3), 'open redis µs/req': m((x) => x.openRedisUs), 'open p50 ms': m((x) => x.p50, 3), 'open p99 ms': m((x) => x.p99, 3) };
     }),
   );
   if (versions.length === 2) {

@@ -19,7 +19,8 @@
 //   valgrind's speed, and segments of 300 requests read 510k to 910k instructions per request for the same key.
 // The last line of output is the result as JSON after a marker (`npm run bench` reads it; bench/limits-result.ts).
 //   node bench/limits.ts [--requests 200] [--warmup 20] [--rounds 150] [--concurrency 32] [--rate 1000]
-//     [--rate-seconds 5] [--rate-rounds 3] [--rules all|one] [--baseline DIR]   (another checkout, in-process only)
+//     [--rate-seconds 5] [--rate-rounds 3] [--rules all|one] [--baseline DIR]   (another checkout: its in-process and
+//     Redis gateways measured in the same rounds, rows limits-*-baseline; each row's "added" is against its own gateway's "off")
 //     [--instr-requests 0] [--instr-rounds 6] [--instr-warmup 100]
 //   profiling: [--only alone,bare,limits-in-process,limits-redis] [--cpu-prof <dir>]
 import { randomUUID } from 'node:crypto';
@@ -65,7 +66,7 @@ const { values } = parseArgs({
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
     // Redis keys are made under this prefix plus a fresh id, and removed at the end.
     'redis-prefix': { type: 'string', default: 'tollgate-bench:' },
-    // Another checkout of tollgate (e.g. `git archive` of main): its gateway is measured the same way, in-process only.
+    // Another checkout of tollgate (e.g. `git archive` of main): its gateways are measured the same way, in the same rounds.
     baseline: { type: 'string' },
     // Profiling: only these targets (comma-separated: alone, bare, limits-in-process, limits-redis), and a V8 CPU profile of each gateway into this directory.
     only: { type: 'string' },
@@ -273,6 +274,8 @@ try {
   if (wanted('limits-in-process')) gateways.push(await startGateway('limits-in-process', up.target.origin, values['no-control'] ? ['off', 'on'] : ['off', 'off-again', 'on']));
   if (values.baseline && wanted('limits-in-process')) gateways.push(await startGateway('limits-in-process-baseline', up.target.origin, ['off', 'on'], { root: values.baseline }));
   if (wanted('limits-redis')) gateways.push(await startGateway('limits-redis', up.target.origin, ['off', 'on'], { env: { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: prefix } }));
+  // Its own counters (a sub-prefix): the two gateways must not count each other's requests.
+  if (values.baseline && wanted('limits-redis')) gateways.push(await startGateway('limits-redis-baseline', up.target.origin, ['off', 'on'], { root: values.baseline, env: { REDIS_URL: values.redis, TOLLGATE_REDIS_PREFIX: `${prefix}base:` } }));
   const body = chatBody();
   const requests = Number(values.requests);
   const warmup = Number(values.warmup);
@@ -281,6 +284,7 @@ try {
   const cpu = new Map<string, number[]>();
   const push = (m: Map<string, number[]>, k: string, v: number) => m.set(k, [...(m.get(k) ?? []), v]);
   const callsPerRequest: number[] = [];
+  const baseCallsPerRequest: number[] = [];
   for (const g of gateways) for (const state of g.states) await segment(g.targets[state], body, 0, 1000); // first warm-up: every path compiled
   for (let round = 0; round < rounds; round++) {
     const rev = round % 2 === 1;
@@ -288,10 +292,11 @@ try {
     if (bare && !rev) push(cpu, 'bare', await segment(bare.target, body, requests, warmup));
     for (const g of order) {
       for (const state of rev ? [...g.states].reverse() : g.states) {
-        const redis = g.name === 'limits-redis' && state === 'on';
+        const redis = g.name.startsWith('limits-redis') && state === 'on';
         const c0 = redis ? await redisCalls(g.admin) : 0;
         push(cpu, `${g.name}/${state}`, await segment(g.targets[state], body, requests, warmup));
-        if (redis) callsPerRequest.push(((await redisCalls(g.admin)) - c0) / requests);
+        if (redis && g.name === 'limits-redis') callsPerRequest.push(((await redisCalls(g.admin)) - c0) / requests);
+        else if (redis) baseCallsPerRequest.push(((await redisCalls(g.admin)) - c0) / requests);
       }
     }
     if (bare && rev) push(cpu, 'bare', await segment(bare.target, body, requests, warmup));
@@ -391,6 +396,7 @@ try {
   console.log(`${requests} requests (after ${warmup} warm-up) per segment x ${rounds} rounds, concurrency ${concurrency}; p99 at ${values.rate} req/s for ${values['rate-seconds']} s x ${values['rate-rounds']} rounds; load average ${loadBefore.toFixed(1)} → ${result.loadAfter.toFixed(1)}`);
   console.table(rows.map((r) => ({ ...r, addedQuartilesUs: r.addedQuartilesUs?.join(' … ') })));
   if (result.redisCallsPerRequest !== undefined) console.log(`Redis script calls per request (closed loop, concurrency ${concurrency}): ${result.redisCallsPerRequest}`);
+  if (baseCallsPerRequest.length) console.log(`baseline: ${+median(baseCallsPerRequest).toFixed(3)}`);
   console.log(`${RESULT_MARK}${JSON.stringify(result)}`);
 } finally {
   for (const p of pools.values()) await p.close();

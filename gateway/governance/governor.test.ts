@@ -66,6 +66,13 @@ describe('spend units', () => {
     expect(pointsToUnits('0.0000000000000001')).toBe(1n);
     const u = -pointsToUnits('3.25');
     expect(join(...split(u))).toBe(u);
+    // Below one point either way split and join take a short path: the same texts and values as the long one.
+    const one = 10n ** 15n;
+    for (const v of [0n, 1n, -1n, 2130000000n, -2130000000n, one - 1n, 1n - one, one, -one, one + 1n, -one - 1n]) {
+      expect(split(v)).toEqual([(v / one).toString(), (v % one).toString()]);
+      expect(join(...split(v))).toBe(v);
+      expect(join(Number((v / one).toString()), (v % one).toString())).toBe(v);
+    }
   });
 
   it('reads a ledger cost the same way on its short path as the general parse', () => {

@@ -40,9 +40,65 @@ end
  * operations run in the order the pod issued them.
  */
 export const BATCH = `${COMMON}
+-- Every counter the call touches is read from Redis once and written back once, at the end: a turn's requests share
+-- their key's, project's and organization's counters, so a call of n requests costs Redis a few commands per counter
+-- plus a few per request, not some 40 per request. Redis runs a script atomically with its clock stopped, so what the
+-- cache holds is exactly what Redis would hold. Concurrency members (one per lease) and settlement marks are written
+-- at once: their commands' answers are counted in the cache.
+local rates = {}
+local slots = {}
+local spends = {}
+-- A rate counter: v, its theoretical arrival time (nil before its first request); px, the expiry of its last write.
+local function rate(key)
+  local c = rates[key]
+  if c == nil then
+    local v = redis.call('GET', key)
+    c = {v = v and tonumber(v) or nil, px = 0, dirty = false}
+    rates[key] = c
+  end
+  return c
+end
+-- A concurrency set: used, its live members, cleared of leases expired up to at; ttl, set by an admission.
+local function slot(key, now)
+  local c = slots[key]
+  if c == nil then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now))
+    c = {used = redis.call('ZCARD', key), at = now, ttl = nil}
+    slots[key] = c
+  elseif now > c.at then
+    c.used = c.used - redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now))
+    c.at = now
+  end
+  return c
+end
+-- A spend counter: whole points w and femtopoints f; ttl > 0 once a change asks for an expiry. A counter's expiry is
+-- set when it is made (its name holds its period, so it only has to outlive that): one that exists keeps its own.
+local function spend(key)
+  local c = spends[key]
+  if c == nil then
+    local v = redis.call('HMGET', key, 'w', 'f')
+    c = {w = tonumber(v[1] or '0'), f = tonumber(v[2] or '0'), ttl = 0, dirty = false, existed = (v[1] or v[2]) ~= false}
+    spends[key] = c
+  end
+  return c
+end
+local function addCached(c, dw, df, ttl)
+  if dw == 0 and df == 0 then return end
+  c.w = c.w + dw
+  c.f = c.f + df
+  if c.f >= ONE or c.f < 0 then
+    local k = math.floor(c.f / ONE)
+    c.f = c.f - k * ONE
+    c.w = c.w + k
+  end
+  c.dirty = true
+  if ttl > 0 then c.ttl = ttl end
+end
+
 local function admit(g, now, lease, leaseMs, tokens, rw, rf)
   local k, kinds, lims = g.k, g.kinds, g.lims
   local res = {1}
+  local cells = {}
   local nexts = {}
   for i = 1, g.n do
     local key = KEYS[k + i]
@@ -52,42 +108,45 @@ local function admit(g, now, lease, leaseMs, tokens, rw, rf)
       local t = W / a
       local cost = 1
       if kind == 't' then cost = math.max(1, math.min(tokens, a)) end
-      local tat = tonumber(redis.call('GET', key) or now)
+      local c = rate(key)
+      local tat = c.v or now
       if tat < now then tat = now end
       local nx = tat + cost * t
       local over = nx - now - W
       if over > EPS then return {0, i - 1, num(over)} end
+      cells[i] = c
       nexts[i] = nx
       res[2 * i] = num(math.floor((W - (nx - now) + EPS) / t))
       res[2 * i + 1] = num(nx - now)
     elseif kind == 'c' then
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now))
-      local used = redis.call('ZCARD', key)
-      if used >= a then return {0, i - 1, '1000'} end
-      res[2 * i] = num(a - used - 1)
+      local c = slot(key, now)
+      if c.used >= a then return {0, i - 1, '1000'} end
+      cells[i] = c
+      res[2 * i] = num(a - c.used - 1)
       res[2 * i + 1] = '0'
     else
-      local v = redis.call('HMGET', key, 'w', 'f')
-      local w = tonumber(v[1] or '0')
-      local f = tonumber(v[2] or '0')
-      if w > a or (w == a and f >= g.bs[i]) then return {0, i - 1, '0'} end
-      res[2 * i] = string.format('%d', w)
-      res[2 * i + 1] = string.format('%d', f)
+      local c = spend(key)
+      if c.w > a or (c.w == a and c.f >= g.bs[i]) then return {0, i - 1, '0'} end
+      cells[i] = c
+      res[2 * i] = string.format('%d', c.w)
+      res[2 * i + 1] = string.format('%d', c.f)
     end
   end
   -- The request's settlement mark: its settlement applies only while the mark exists, so one sent again after a
   -- lost answer (the connection dropped after Redis ran it) is not counted twice.
   if g.settles then redis.call('SET', KEYS[k + 1] .. '|s|' .. lease, '1', 'PX', leaseMs + MARK_GRACE) end
   for i = 1, g.n do
-    local key = KEYS[k + i]
     local kind = kinds[i]
+    local c = cells[i]
     if kind == 'r' or kind == 't' then
-      redis.call('SET', key, num(nexts[i]), 'PX', math.ceil(nexts[i] - now) + 1000)
+      c.v = nexts[i]
+      c.px = math.ceil(nexts[i] - now) + 1000
+      c.dirty = true
     elseif kind == 'c' then
-      redis.call('ZADD', key, num(now + leaseMs), lease)
-      redis.call('PEXPIRE', key, leaseMs)
+      c.used = c.used + redis.call('ZADD', KEYS[k + i], num(now + leaseMs), lease)
+      c.ttl = leaseMs
     else
-      addSpend(key, rw, rf, g.ttls[i])
+      addCached(c, rw, rf, g.ttls[i])
     end
   end
   return res
@@ -103,13 +162,19 @@ local function settle(g, now, lease, dt, dw, df)
     local key = KEYS[k + i]
     local kind = kinds[i]
     if kind == 't' and dt ~= 0 then
-      local tat = tonumber(redis.call('GET', key) or now)
-      local nx = tat + dt * (W / g.lims[i])
-      if nx > now then redis.call('SET', key, num(nx), 'PX', math.ceil(nx - now) + 1000) end
+      local c = rate(key)
+      local nx = (c.v or now) + dt * (W / g.lims[i])
+      if nx > now then
+        c.v = nx
+        c.px = math.ceil(nx - now) + 1000
+        c.dirty = true
+      end
     elseif kind == 'c' then
-      redis.call('ZREM', key, lease)
-    elseif kind == 'b' then
-      addSpend(key, dw, df, g.ttls[i])
+      local removed = redis.call('ZREM', key, lease)
+      local c = slots[key]
+      if c ~= nil then c.used = c.used - removed end
+    elseif kind == 'b' and (dw ~= 0 or df ~= 0) then
+      addCached(spend(key), dw, df, g.ttls[i])
     end
   end
 end
@@ -123,7 +188,7 @@ local function peek(g, now)
     local a = lims[i]
     if kind == 'r' or kind == 't' then
       local t = W / a
-      local tat = tonumber(redis.call('GET', key) or now)
+      local tat = rate(key).v or now
       if tat < now then tat = now end
       res[2 * i - 1] = num(math.max(0, math.floor((W - (tat - now) + EPS) / t)))
       res[2 * i] = num(tat - now)
@@ -131,9 +196,9 @@ local function peek(g, now)
       res[2 * i - 1] = num(a - redis.call('ZCOUNT', key, '(' .. num(now), '+inf'))
       res[2 * i] = '0'
     else
-      local v = redis.call('HMGET', key, 'w', 'f')
-      res[2 * i - 1] = v[1] or '0'
-      res[2 * i] = v[2] or '0'
+      local c = spend(key)
+      res[2 * i - 1] = string.format('%d', c.w)
+      res[2 * i] = string.format('%d', c.f)
     end
   end
   return res
@@ -166,6 +231,19 @@ for at = 1, #ARGV do
   else
     local g, now = string.match(s, '^P (%d+) (%S+)$')
     out[#out + 1] = table.concat(peek(groups[tonumber(g)], tonumber(now)), ' ')
+  end
+end
+-- The write-back: each changed counter once, as the last operation that changed it left it.
+for key, c in pairs(rates) do
+  if c.dirty then redis.call('SET', key, num(c.v), 'PX', c.px) end
+end
+for key, c in pairs(slots) do
+  if c.ttl ~= nil then redis.call('PEXPIRE', key, c.ttl) end
+end
+for key, c in pairs(spends) do
+  if c.dirty then
+    redis.call('HSET', key, 'w', string.format('%d', c.w), 'f', string.format('%d', c.f))
+    if c.ttl > 0 and not c.existed then redis.call('PEXPIRE', key, c.ttl) end
   end
 end
 return out

@@ -51,9 +51,13 @@ export function unitsToPoints(u: bigint): string {
 
 /** Splits into whole points and femtopoints (< 10^15, same sign): each fits a Lua double exactly, for Redis scripts. */
 export function split(u: bigint): [string, string] {
+  // Reservations and most settlements are below one point: no division then (sent per request in a script call).
+  if (u > -ONE && u < ONE) return ['0', u.toString()];
   return [(u / ONE).toString(), (u % ONE).toString()];
 }
 
 export function join(whole: string | number, frac: string | number): bigint {
+  // A counter below one point (read back per budget per admission): one parse.
+  if (whole === '0' || whole === 0) return BigInt(frac);
   return BigInt(whole) * ONE + BigInt(frac);
 }

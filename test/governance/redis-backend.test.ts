@@ -4,7 +4,7 @@ import type { FastifyReply } from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../gateway/auth/api-key.ts';
 import { GatewayError } from '../../gateway/errors.ts';
-import type { GovernedCall } from '../../gateway/governance/governor.ts';
+import type { GovernedCall, Ticket } from '../../gateway/governance/governor.ts';
 import { Governor } from '../../gateway/governance/governor.ts';
 import { RedisBackend } from '../../gateway/governance/redis-backend.ts';
 import type { LedgerRow } from '../../gateway/ledger/row.ts';
@@ -106,6 +106,50 @@ describe('redis backend', () => {
     expect(view.limits.find((l) => l.kind === 'concurrency')!.remaining).toBe(100);
     // 20 charged at 0.001; the 10 unbilled gave their reservations back.
     expect(view.budgets.map((x) => x.spent)).toEqual(['0.02', '0.02']);
+  });
+
+  it('one call reads each counter once and still sees its own changes in order: settle, then admit, then read', async () => {
+    const c = world({ limits: { concurrency: 3 }, budget: { total: '10' } });
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    const held = (await Promise.all([admit(g, c), admit(g, c), admit(g, c)])) as Ticket[];
+    expect(held.some((t) => t instanceof GatewayError)).toBe(false);
+    const calls = countCalls(b);
+    // One turn: an admission while all three slots are held, two settlements, two admissions, a read.
+    const x = admit(g, c);
+    for (const t of held.slice(0, 2)) {
+      t.charged({ input: 100, output: 50, cacheRead: 0, cacheWrite: 0, costPoints: '0.5' } as LedgerRow);
+      t.finish();
+    }
+    const [rx, ry, rz, view] = await Promise.all([x, admit(g, c), admit(g, c), g.describe(c.key)]);
+    // The read names its rules' keys again (a list of its own): four keys, two counters.
+    expect(calls).toEqual([{ admit: 3, settle: 2, keys: 4 }]);
+    expect(rx).toMatchObject({ kind: 'rate_limited' });
+    expect(ry).not.toBeInstanceOf(GatewayError);
+    expect(rz).not.toBeInstanceOf(GatewayError);
+    // 100 tokens reserved at 1 point per million (0.0001) per admitted request, the two settled charged 0.5 each.
+    expect(view.limits[0]).toMatchObject({ kind: 'concurrency', remaining: 0 });
+    expect(view.budgets[0].spent).toBe('1.0003');
+    // Written back at the end of the call: the next call reads the same.
+    const again = await g.describe(c.key);
+    expect(again.budgets[0].spent).toBe('1.0003');
+    expect(again.limits[0]).toMatchObject({ kind: 'concurrency', remaining: 0 });
+  });
+
+  it('a month spend counter expires 95 days after it is made, and keeps that expiry as it grows', async () => {
+    const c = world({ budget: { month: '10' } });
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    const t = (await admit(g, c)) as Ticket;
+    const key = prefix + t.spendKeys.find((k) => k !== undefined)!;
+    const first = await b.client.pttl(key);
+    expect(first).toBeGreaterThan(94 * 86_400_000);
+    expect(first).toBeLessThanOrEqual(95 * 86_400_000);
+    t.charged({ input: 100, output: 50, cacheRead: 0, cacheWrite: 0, costPoints: '0.5' } as LedgerRow);
+    t.finish();
+    await admit(g, c);
+    expect((await g.describe(c.key)).budgets[0].spent).toBe('0.5001');
+    expect(await b.client.pttl(key)).toBeGreaterThan(94 * 86_400_000);
   });
 
   it('a turn with very many requests is split into bounded calls', async () => {
