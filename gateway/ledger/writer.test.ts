@@ -217,6 +217,9 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     const raw = await store.query(`SELECT date_trunc('hour', occurred_at, 'UTC') AS hour, max(organization) AS organization, ${sums} FROM usage_events WHERE project = $1 GROUP BY 1 ORDER BY 1`, [project]);
     expect(rollup.rows).toEqual(raw.rows);
     expect(rollup.rows.map((r) => (r as { cost_points: string }).cost_points)).toContain('12354686100489311398.8000001');
+    // Each raw row keeps its own organization though its key's rows share the rest.
+    const { rows: orgs } = await store.query('SELECT organization, count(*) AS n FROM usage_events WHERE project = $1 GROUP BY 1 ORDER BY 1', [project]);
+    expect(orgs).toEqual([{ organization: 'org-a', n: '12' }, { organization: 'org-b', n: '11' }]);
     const byKey = await store.query(`SELECT hour, organization, project, input, request_count, cost_points, original_cost FROM usage_hourly_keys WHERE api_key_id = $1 ORDER BY 1`, [`${project}-k`]);
     const rawByKey = await store.query(`SELECT date_trunc('hour', occurred_at, 'UTC') AS hour, max(organization) AS organization, max(project) AS project, ${sums} FROM usage_events WHERE project = $1 GROUP BY 1 ORDER BY 1`, [project]);
     expect(byKey.rows).toEqual(rawByKey.rows);

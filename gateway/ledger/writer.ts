@@ -203,23 +203,55 @@ function freshBatch(rows: readonly LedgerRow[]): { data: string; deltas: string 
   for (const r of rows) if (!(r.occurredAt >= FIRST_ISO_MS && r.occurredAt < END_ISO_MS)) return undefined;
   let data = tableCopyText(rows);
   let storableRows = rows;
-  // NUL and lone surrogates: as in replay(), stored as U+FFFD. A lone surrogate in a text field is raw here (the
-  // encoder would replace it silently, but the deltas must be keyed by what is stored).
-  if (data.includes('\\u0000') || data.includes('\\ud') || data.includes('\u0000') || !data.isWellFormed()) {
+  // NUL and lone surrogates: as in replay(), stored as U+FFFD (tableCopyText says so of detail's JSON; a lone
+  // surrogate in a text field is raw here, and the encoder would replace it silently, but the deltas must be keyed by
+  // what is stored).
+  if (data === undefined || data.includes('\u0000') || !data.isWellFormed()) {
     storableRows = rows.map(storable);
     data = tableCopyText(storableRows);
+    if (data === undefined) return undefined;
   }
   const deltas = rollupDeltas(storableRows);
   return deltas === undefined ? undefined : { data, deltas };
 }
 
-/** COPY text in the table's column order (COLUMNS): occurred_at as ISO text, cache_explicit_read worked out. */
-function tableCopyText(rows: readonly LedgerRow[]): string {
+/** Per key, the last row's eight text columns between occurred_at and stream, as COPY text. */
+interface Middle {
+  organization: string;
+  project: string;
+  clientModel: string;
+  modelId: string;
+  provider: string;
+  upstreamModel: string;
+  endpoint: string;
+  text: string;
+}
+
+/**
+ * COPY text in the table's column order (COLUMNS): occurred_at as ISO text, cache_explicit_read worked out; undefined
+ * when a detail's JSON holds what jsonb refuses (a NUL or a lone surrogate, escaped).
+ */
+function tableCopyText(rows: readonly LedgerRow[]): string | undefined {
   // One join of whole lines: a flat string, where += would build a rope that the checks and the encoder flatten.
   const lines = new Array<string>(rows.length + 1);
+  // A key's rows nearly always repeat its organization, project, models and route: their text is built once.
+  const middles = new Map<string, Middle>();
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i];
-    lines[i] = `${copyText1(r.requestId)}\t${isoTime(r.occurredAt)}\t${copyText1(r.organization)}\t${copyText1(r.project)}\t${copyText1(r.apiKeyId)}\t${copyText1(r.clientModel)}\t${copyText1(r.modelId)}\t${copyText1(r.provider)}\t${copyText1(r.upstreamModel)}\t${copyText1(r.endpoint)}\t${r.stream}\t${r.input}\t${r.output}\t${r.cacheRead}\t${r.cacheWrite}\t${r.reasoning}\t${r.artifacts}\t${r.explicitCache ? r.cacheRead : 0}\t${r.estimated}\t${copyText1(r.costPoints)}\t${copyText1(r.originalCost)}\t${r.detail == null ? '\\N' : copyText1(JSON.stringify(r.detail))}\t${r.attempts ?? 1}\t${r.status ?? '\\N'}\t${r.latencyMs ?? '\\N'}\t${r.keyPrefix === undefined ? '\\N' : copyText1(r.keyPrefix)}`;
+    let m = middles.get(r.apiKeyId);
+    if (m === undefined || m.organization !== r.organization || m.project !== r.project || m.clientModel !== r.clientModel || m.modelId !== r.modelId || m.provider !== r.provider || m.upstreamModel !== r.upstreamModel || m.endpoint !== r.endpoint) {
+      const text = `${copyText1(r.organization)}\t${copyText1(r.project)}\t${copyText1(r.apiKeyId)}\t${copyText1(r.clientModel)}\t${copyText1(r.modelId)}\t${copyText1(r.provider)}\t${copyText1(r.upstreamModel)}\t${copyText1(r.endpoint)}`;
+      m = { organization: r.organization, project: r.project, clientModel: r.clientModel, modelId: r.modelId, provider: r.provider, upstreamModel: r.upstreamModel, endpoint: r.endpoint, text };
+      middles.set(r.apiKeyId, m);
+    }
+    let detail = '\\N';
+    if (r.detail != null) {
+      detail = JSON.stringify(r.detail);
+      if (detail.includes('\\u0000') || detail.includes('\\ud')) return undefined;
+      detail = copyText1(detail);
+    }
+    const cost = copyText1(r.costPoints);
+    lines[i] = `${copyText1(r.requestId)}\t${isoTime(r.occurredAt)}\t${m.text}\t${r.stream}\t${r.input}\t${r.output}\t${r.cacheRead}\t${r.cacheWrite}\t${r.reasoning}\t${r.artifacts}\t${r.explicitCache ? r.cacheRead : 0}\t${r.estimated}\t${cost}\t${r.originalCost === r.costPoints ? cost : copyText1(r.originalCost)}\t${detail}\t${r.attempts ?? 1}\t${r.status ?? '\\N'}\t${r.latencyMs ?? '\\N'}\t${r.keyPrefix === undefined ? '\\N' : copyText1(r.keyPrefix)}`;
   }
   lines[rows.length] = '';
   return lines.join('\n');
