@@ -3,9 +3,11 @@
 // this process (the writer's share of the gateway) and in the database (Postgres: the backends of its bench database;
 // PGlite: its child process), per row, from the scheduler's nanosecond clock.
 //   node bench/ledger-statement.ts [--baseline DIR] [--store postgres|pglite|both] [--rows 2000] [--batches 10]
-//     [--rounds 5] [--replay]
+//     [--rounds 5] [--replay] [--one-bucket]
 // --rows: rows per batch (the Postgres writer seals every 250 ms, so 2,000 is ~8,000 rows/s); --replay: every batch
-// is written twice, and the second write (all replays) is what is measured.
+// is written twice, and the second write (all replays) is what is measured; --one-bucket: every row of one project, key
+// and model (as one client's traffic, e.g. bench/cpu-per-request.ts), where the default spreads rows over 50
+// projects and keys and 4 models (100 rollup buckets a batch).
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -28,6 +30,7 @@ const { values } = parseArgs({
     batches: { type: 'string', default: '10' },
     rounds: { type: 'string', default: '5' },
     replay: { type: 'boolean', default: false },
+    'one-bucket': { type: 'boolean', default: false },
   },
 });
 const rowsPerBatch = Number(values.rows);
@@ -105,7 +108,10 @@ try {
   const batchRows = () => {
     const prefix = `s${serial++}-${now}`;
     // Spread over the last minutes, as a sealed segment is: every row in one day, a handful of hours.
-    return Array.from({ length: rowsPerBatch }, (_, i) => benchRow(prefix, i, now - ((i * 37) % 600_000)));
+    return Array.from({ length: rowsPerBatch }, (_, i) => {
+      const row = benchRow(prefix, i, now - ((i * 37) % 600_000));
+      return values['one-bucket'] ? { ...row, organization: 'org-1', project: 'proj-1', apiKeyId: 'key-1', clientModel: 'gpt-4o', modelId: 'gpt-4o', upstreamModel: 'gpt-4o' } : row;
+    });
   };
   // One warm-up batch each (statement plans, partition lookup, JIT).
   for (const s of sides) await s.write(s.store, batchRows());
