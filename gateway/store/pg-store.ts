@@ -40,9 +40,9 @@ export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig
           client.query(copy);
         });
       } catch (err) {
-        // The server refused the script (it answers ReadyForQuery next): the connection is fine. Anything else
-        // (a lost connection, a timeout) leaves it unusable.
-        if ((err as { code?: string }).code === undefined) broken = err as Error;
+        // The server refused the script (an error with a severity; it answers ReadyForQuery next): the connection is
+        // fine. Anything else (a lost connection, a timeout) leaves it unusable.
+        if ((err as { severity?: string }).severity === undefined) broken = err as Error;
         throw err;
       } finally {
         if (client !== c) {
