@@ -202,6 +202,42 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(byKey.rows).toEqual(rawByKey.rows);
   });
 
+  it('rolls up as the database sums: numeric display scale, exponents, max(organization), texts it cannot sum here', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const costs = ['0.10', '0.2', '1e-7', '2.5E+3', '0.000', '12345678901234567890.5', '1.50e1', '9007199254740993', ' 0.25'];
+    // Summed here, summed here, then by the database (' 0.25' and a count sum past 2^53 are left to it).
+    const batches = [costs.slice(0, 8), costs.slice(0, 4), costs, ['3', '4']];
+    for (const [b, texts] of batches.entries()) {
+      const rows = texts.map((cost, i) => ledgerRow({ project, apiKeyId: `${project}-k`, organization: i % 2 ? 'org-b' : 'org-a', occurredAt: T0 + b * HOUR_MS, costPoints: cost, originalCost: costs[(i + b) % 8], input: b === 3 ? 2 ** 52 + i : i }));
+      expect(await writeUsageBatch(store, rows)).toBe(rows.length);
+    }
+    const sums = `sum(input) AS input, count(*) AS request_count, sum(cost_points) AS cost_points, sum(original_cost) AS original_cost`;
+    const rollup = await store.query(`SELECT hour, organization, input, request_count, cost_points, original_cost FROM usage_hourly WHERE project = $1 ORDER BY 1`, [project]);
+    const raw = await store.query(`SELECT date_trunc('hour', occurred_at, 'UTC') AS hour, max(organization) AS organization, ${sums} FROM usage_events WHERE project = $1 GROUP BY 1 ORDER BY 1`, [project]);
+    expect(rollup.rows).toEqual(raw.rows);
+    expect(rollup.rows.map((r) => (r as { cost_points: string }).cost_points)).toContain('12354686100489311398.8000001');
+    // Each raw row keeps its own organization though its key's rows share the rest.
+    const { rows: orgs } = await store.query('SELECT organization, count(*) AS n FROM usage_events WHERE project = $1 GROUP BY 1 ORDER BY 1', [project]);
+    expect(orgs).toEqual([{ organization: 'org-a', n: '12' }, { organization: 'org-b', n: '11' }]);
+    const byKey = await store.query(`SELECT hour, organization, project, input, request_count, cost_points, original_cost FROM usage_hourly_keys WHERE api_key_id = $1 ORDER BY 1`, [`${project}-k`]);
+    const rawByKey = await store.query(`SELECT date_trunc('hour', occurred_at, 'UTC') AS hour, max(organization) AS organization, max(project) AS project, ${sums} FROM usage_events WHERE project = $1 GROUP BY 1 ORDER BY 1`, [project]);
+    expect(byKey.rows).toEqual(rawByKey.rows);
+  });
+
+  it('rolls up only the new rows of a batch that is partly a replay, whichever path each batch took', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const rows = Array.from({ length: 40 }, (_, i) => ledgerRow({ project, occurredAt: T0 + i * 1000, input: i, costPoints: `0.${i}` }));
+    expect(await writeUsageBatch(store, rows.slice(0, 15))).toBe(15);
+    expect(await writeUsageBatch(store, rows.slice(10, 30))).toBe(15);
+    expect(await writeUsageBatch(store, rows)).toBe(10);
+    const { rows: hourly } = await store.query('SELECT input, request_count, cost_points FROM usage_hourly WHERE project = $1', [project]);
+    const { rows: raw } = await store.query('SELECT sum(input) AS input, count(*) AS request_count, sum(cost_points) AS cost_points FROM usage_events WHERE project = $1', [project]);
+    expect(hourly).toEqual(raw);
+    expect(hourly).toMatchObject([{ input: '780', request_count: '40' }]);
+  });
+
   it('stores what jsonb cannot hold (NUL, a lone surrogate) as U+FFFD instead of losing the row', async () => {
     const { store } = db();
     const project = freshProject();

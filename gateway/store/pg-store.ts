@@ -1,5 +1,6 @@
 // Store over a pg Pool. pg already returns NUMERIC and int8 as strings, which is what we want.
 import pg from 'pg';
+import { CopyScript } from './pg-copy.ts';
 import type { Queryable, Store } from './store.ts';
 
 export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig = {}): Store {
@@ -25,6 +26,30 @@ export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig
     },
     async exec(sql: string) {
       await c.query(sql); // no parameters: simple protocol, several statements allowed
+    },
+    async copyIn(script: string, data: string) {
+      // A script takes a client of its own; a transaction's is already one.
+      const client: pg.PoolClient = c instanceof pg.Pool ? await c.connect() : (c as pg.PoolClient);
+      let broken: Error | undefined;
+      // A lost connection also comes as the client's 'error' event, unhandled unless listened to (pool.query does too).
+      const lost = (err: Error) => void (broken ??= err);
+      if (client !== c) client.on('error', lost);
+      try {
+        await new Promise<void>((resolve, reject) => {
+          const copy: pg.Submittable = new CopyScript(script, Buffer.from(data), (err) => (err ? reject(err) : resolve()));
+          client.query(copy);
+        });
+      } catch (err) {
+        // The server refused the script (an error with a severity; it answers ReadyForQuery next): the connection is
+        // fine. Anything else (a lost connection, a timeout) leaves it unusable.
+        if ((err as { severity?: string }).severity === undefined) broken = err as Error;
+        throw err;
+      } finally {
+        if (client !== c) {
+          client.off('error', lost);
+          client.release(broken);
+        }
+      }
     },
   });
 

@@ -12,6 +12,11 @@ export interface Queryable {
    * transaction; the rows of its last statement. Loading text through COPY costs less a row than a jsonb parameter.
    */
   copyQuery?<T = Record<string, unknown>>(script: string, data: string): Promise<{ rows: T[] }>;
+  /**
+   * Postgres only: a script (no parameters) whose one `COPY ... FROM STDIN` reads `data`, sent as one message and
+   * so run as one implicit transaction. COPY loads a row for less than a parameter the statement has to take apart.
+   */
+  copyIn?(script: string, data: string): Promise<void>;
 }
 
 export interface Store extends Queryable {

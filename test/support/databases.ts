@@ -120,6 +120,8 @@ async function createPgliteDatabase(): Promise<TestDatabase> {
     kind: 'pglite',
     query: (sql, params) => current.query(sql, params),
     exec: (sql) => current.exec(sql),
+    // The ledger writer loads batches through it: without it the tests would miss PGlite's own path.
+    copyQuery: (script, data) => current.copyQuery!(script, data),
     transaction: (fn) => current.transaction(fn),
     close: () => current.close(),
   };
