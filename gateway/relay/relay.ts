@@ -308,6 +308,8 @@ function relayStream(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, r
   // of the client's body, as large as the prompt) need not live as long as the stream.
   call.build = spent;
   call.fallback = undefined;
+  // The same for the client's body as fastify read it (telemetry reads it when an attempt starts, never after).
+  (reply.request as { body?: unknown }).body = undefined;
   const s = new StreamRelay(deps, call, target, res, reply, gone, controller, attempts, done);
   res.body.pipe(s);
   // Headers leave with the first chunk when it came with them; else now, so the client sees the stream open.
