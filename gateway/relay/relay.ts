@@ -311,9 +311,13 @@ function relayStream(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, r
   (reply.request as { body?: unknown }).body = undefined;
   const s = new StreamRelay(deps, call, target, res, reply, gone, controller, attempts, done);
   res.body.pipe(s);
-  // Headers leave with the first chunk when it came with them; else now, so the client sees the stream open.
-  if (!s.wrote && !gone()) raw.flushHeaders();
-  releaseSentHead(raw);
+  // The head leaves with the first chunk. When none came with the upstream's head, it goes alone one turn of the event
+  // loop later, so the client sees the stream open: a first chunk read meanwhile still takes it along in one write.
+  if (!s.wrote) setImmediate(flushHead, s);
+}
+
+function flushHead(s: StreamRelay): void {
+  s.flushHead();
 }
 
 function spent(): never {
@@ -326,6 +330,7 @@ function spent(): never {
  * event waits until its row is durable.
  */
 class StreamRelay implements BodySink {
+  /** Something went to the client: the response head went with it. */
   wrote = false;
   private readonly raw: ServerResponse;
   private readonly tel: Exchange;
@@ -394,6 +399,14 @@ class StreamRelay implements BodySink {
     );
   }
 
+  /** The head alone, when no chunk has taken it along yet and the response is still open. */
+  flushHead(): void {
+    if (this.wrote || this.raw.writableEnded || this.gone()) return;
+    this.raw.flushHeaders();
+    this.wrote = true;
+    releaseSentHead(this.raw);
+  }
+
   /** Sends what this chunk gave the client; false when the client socket is full (the upstream then waits). */
   private pass(chunk: Buffer): boolean {
     if (this.gone()) {
@@ -408,7 +421,10 @@ class StreamRelay implements BodySink {
       this.out = '';
       ok = this.raw.write(text);
     } else ok = this.raw.write(chunk);
-    this.wrote = true;
+    if (!this.wrote) {
+      this.wrote = true;
+      releaseSentHead(this.raw);
+    }
     if (ok) return true;
     drained(this.raw, () => this.body.resume());
     return false;
