@@ -1,6 +1,9 @@
 // The streaming scenarios of issue 6 alone, against direct / bare / tollgate (PGlite and Postgres) in one run:
-// first-byte overhead, per-chunk CPU, and N concurrent slow streams with peak RSS and drops.
-//   node bench/streams.ts [--only ttfb,chunks,concurrent] [--streams 9900] [--ttfb 400] [--targets bare,tollgate-pglite,tollgate-postgres]
+// first-byte overhead, per-chunk CPU, and N concurrent slow streams with peak RSS and drops; on request (`saturation`)
+// CPU per stream at saturation (every event in one upstream write, 64 connections), the targets taken in turn for
+// --rounds rounds of --sat-seconds each, every other round in reverse order: medians per target (same-run before/after
+// with --also).
+//   node bench/streams.ts [--only ttfb,chunks,concurrent,saturation] [--streams 9900] [--ttfb 400] [--targets bare,tollgate-pglite,tollgate-postgres]
 //   [--node-args "--heap-prof"] (passed to both tollgates; e.g. profiles of the concurrent run)
 //   [--also /path/to/other/checkout] (its tollgates too, launched the same way, named "...@before")
 //   [--also-concurrent] [--rounds 3] (the other tree's tollgates in the concurrent scenario too, the targets taken in
@@ -11,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
-import { chatBody, chatStreamEvents, concurrentStreams, streamLoad, streamOnce } from './load.ts';
+import { chatBody, chatStreamEvents, concurrentStreams, saturate, streamLoad, streamOnce } from './load.ts';
 import type { Target } from './load.ts';
 import { cpuSeconds, memory } from './proc.ts';
 import { Samples } from './stats.ts';
@@ -30,6 +33,7 @@ const { values } = parseArgs({
     also: { type: 'string', default: '' },
     'also-concurrent': { type: 'boolean', default: false },
     rounds: { type: 'string', default: '1' },
+    'sat-seconds': { type: 'string', default: '3' },
   },
 });
 const only = new Set(values.only.split(','));
@@ -91,6 +95,7 @@ async function main(): Promise<void> {
 
   if (only.has('ttfb')) result.ttfb = await ttfbInterleaved(targets.map((r) => r.target), Number(values.ttfb));
   if (only.has('chunks')) result.chunks = await chunks(targets.map((r) => r.target));
+  if (only.has('saturation')) result.saturation = await saturation(targets.slice(1).map((r) => r.target), Number(values.rounds) || 1, Number(values['sat-seconds']));
   if (only.has('concurrent')) {
     const body = chatBody({ stream: true, words: 20, paceMs: Number(values['pace-ms']) });
     const out = [];
@@ -158,6 +163,30 @@ async function chunks(targets: Target[]): Promise<unknown> {
     out.push({ target: t.name, short, long, cpuPerExtraEvent: perEvent });
   }
   return out;
+}
+
+async function saturation(targets: Target[], rounds: number, seconds: number): Promise<unknown> {
+  const body = chatBody({ stream: true });
+  const cpu = targets.map(() => [] as number[]);
+  const rate = targets.map(() => [] as number[]);
+  let failed = 0;
+  // Warm: the first streams compile the path.
+  for (const t of targets) await saturate(t, body, { connections: 64, seconds: 1 });
+  for (let round = 0; round < rounds; round++) {
+    const order = targets.map((_, k) => k);
+    if (round % 2 === 1) order.reverse();
+    for (const k of order) {
+      const r = await saturate(targets[k], body, { connections: 64, seconds });
+      failed += r.failed;
+      cpu[k].push(r.cpuPerRequest * 1e6);
+      rate[k].push(r.rps);
+    }
+  }
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const out = targets.map((t, k) => ({ target: t.name, cpuPerStreamUs: med(cpu[k]), streamsPerSecond: med(rate[k]), rounds: cpu[k].map((c) => Math.round(c)) }));
+  log(`SSE saturation (${rounds} interleaved rounds of ${seconds} s, failed ${failed}):`);
+  for (const o of out) log(`  ${o.target.padEnd(26)} median ${o.cpuPerStreamUs.toFixed(0)} µs/stream, ${o.streamsPerSecond.toFixed(0)} streams/s (rounds ${o.rounds.join(', ')})`);
+  return { failed, targets: out };
 }
 
 try {

@@ -19,7 +19,7 @@ import type { UsageReader } from '../meter/stream-meter.ts';
 import type { Usage } from '../meter/usage.ts';
 import type { UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
-import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
+import type { BodySink, UpstreamBody, UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { isTimeout, TimeoutError, upstreamError } from '../upstream/client.ts';
 import { redactBody } from '../upstream/redact.ts';
 import { AbortSwitch } from '../upstream/abort-switch.ts';
@@ -102,7 +102,7 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   let current: UpstreamTarget | undefined;
   let health: TargetHealth | undefined;
   let attempts = 0;
-  let detached: Promise<void> | undefined;
+  let detached = false;
   const onAttempt: OnAttempt = (t, h) => {
     current = t;
     health = h;
@@ -136,12 +136,16 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
     if (res.statusCode >= 400) return await upstreamErrorReply(deps, res, reply, call, target);
     const contentType = String(res.headers['content-type'] ?? '');
     if (!contentType.includes('text/event-stream')) await relayJson(deps, call, target, res, reply, gone, attempts);
-    else if (res.streamedUpload) await relayStream(deps, call, target, res, reply, gone, controller, attempts);
+    else if (res.streamedUpload) await new Promise<void>((resolve, reject) => relayStream(deps, call, target, res, reply, gone, controller, attempts, (ok, err) => (ok ? resolve() : reject(err as Error))));
     else {
       // A held stream does not keep this call's and its route's suspended frames (and their pending awaits) alive
       // for its whole life: the route returns now (the reply is hijacked) and the stream's end finishes the relay.
       // A streamed upload is still awaited: its route discards the upload only once the exchange is over.
-      detached = relayStream(deps, call, target, res, reply, gone, controller, attempts).catch(fail).finally(finish);
+      relayStream(deps, call, target, res, reply, gone, controller, attempts, (ok, err) => {
+        if (!ok) fail(err);
+        finish();
+      });
+      detached = true;
     }
   } catch (err) {
     fail(err);
@@ -280,18 +284,16 @@ function memberOnly(buf: Buffer, member: string): Record<string, unknown> | unde
   }
 }
 
-function relayStream(
-  deps: RelayDeps,
-  call: RelayCall,
-  target: UpstreamTarget,
-  res: UpstreamResponse,
-  reply: FastifyReply,
-  gone: () => boolean,
-  controller: AbortSwitch,
-  attempts: number,
-): Promise<void> {
+/** How a streamed exchange ended for `relay`: `ok` false with what it failed on (told to the client in its shape). */
+type StreamDone = (ok: boolean, err?: unknown) => void;
+
+/**
+ * Sends the upstream's event stream to the client as it comes, metering it on the way. Calls `done` once the stream
+ * is over and its row journaled (or refused). While the stream is held, all it keeps is one StreamRelay: no closures,
+ * no pending promises, and nothing of the route's parse of the request.
+ */
+function relayStream(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, controller: AbortSwitch, attempts: number, done: StreamDone): void {
   const raw: ServerResponse = reply.raw;
-  const tel = telemetryOf(reply);
   reply.hijack();
   // Headers set on the reply before (the governor's rate limits) go out first, as fastify would have sent them.
   raw.writeHead(res.statusCode, {
@@ -301,108 +303,187 @@ function relayStream(
     'x-accel-buffering': 'no',
     'x-tollgate-request-id': call.requestId,
   });
-  flattenSentHead(raw);
   // Read above and never again: a stream held open for minutes need not keep the upstream's headers alive.
   res.headers = {};
-  const body = res.body;
-  const converter = call.convert?.stream();
-  let out = '';
-  const tap = new SseTap(tel.meter(call.reader.stream()), converter ? (ev) => (out += converter.push(ev)) : undefined);
-  let billing: Promise<void> | undefined;
-  let bytes = 0;
-  let wrote = false;
-  const record = (): Promise<void> => {
-    // Cut, aborted or ended without the final usage: what was reported so far, output at least the content relayed.
-    const usage = streamUsage(tap.meter.usage(), tap.meter.done, tap.meter, call.requestBytes);
-    return bill(deps, tel, charge(call, target, usage, undefined, attempts, res.statusCode, reply.elapsedTime));
-  };
-  // Chunks are relayed from undici's callback as they arrive (no stream object or iterator per response); a full
-  // client socket pauses the upstream until it drains.
-  let failure: GatewayError | undefined;
-  const ending = new Promise<Error | undefined>((resolve) => {
-    let resume: (() => void) | undefined;
-    /** Sends what this chunk gave the client; false when the client socket is full (the upstream then waits). */
-    const pass = (chunk: Buffer): boolean => {
-      if (gone()) {
-        // Read on to the end for the usage, but keep nothing of what nobody will receive.
-        out = '';
-        return true;
-      }
-      let ok: boolean;
-      if (converter) {
-        if (out === '') return true;
-        const text = out;
-        out = '';
-        ok = raw.write(text);
-      } else ok = raw.write(chunk);
-      wrote = true;
-      if (ok) return true;
-      resume ??= () => body.resume();
-      drained(raw, resume);
-      return false;
-    };
-    body.pipe({
-      data(chunk) {
-        if (bytes === 0) tel.firstByte();
-        bytes += chunk.length;
-        tap.push(chunk);
-        if (!tap.meter.done || billing !== undefined) return pass(chunk);
-        // The terminal event is in this chunk: the upstream waits, and its bytes leave once the row is durable.
-        billing = record();
-        billing.then(
-          () => {
-            if (pass(chunk)) body.resume();
-          },
-          (err: unknown) => {
-            failure = unrecorded(err);
-            body.destroy(failure);
-          },
-        );
-        return false;
+  // Nothing builds another upstream request once an answer streams: the route's closures (and through them its parse
+  // of the client's body, as large as the prompt) need not live as long as the stream.
+  call.build = spent;
+  call.fallback = undefined;
+  // The same for the client's body as fastify read it (telemetry reads it when an attempt starts, never after).
+  (reply.request as { body?: unknown }).body = undefined;
+  const s = new StreamRelay(deps, call, target, res, reply, gone, controller, attempts, done);
+  res.body.pipe(s);
+  // The head leaves with the first chunk. When none came with the upstream's head, it goes alone one turn of the event
+  // loop later, so the client sees the stream open: a first chunk read meanwhile still takes it along in one write.
+  if (!s.wrote) setImmediate(flushHead, s);
+}
+
+function flushHead(s: StreamRelay): void {
+  s.flushHead();
+}
+
+function spent(): never {
+  throw new Error('the call already streams its answer');
+}
+
+/**
+ * One streamed answer: the body's sink. Chunks are relayed from undici's callback as they arrive (no stream object or
+ * iterator per response); a full client socket pauses the upstream until it drains; the chunk with the terminal
+ * event waits until its row is durable.
+ */
+class StreamRelay implements BodySink {
+  /** Something went to the client: the response head went with it. */
+  wrote = false;
+  private readonly raw: ServerResponse;
+  private readonly tel: Exchange;
+  private readonly tap: SseTap;
+  private readonly converter: ReturnType<ResponseConverter['stream']> | undefined;
+  private readonly status: number;
+  private readonly body: UpstreamBody;
+  /** Converted text not yet written to the client. */
+  private out = '';
+  private bytes = 0;
+  private billing: Promise<void> | undefined;
+  private failure: GatewayError | undefined;
+
+  private readonly deps: RelayDeps;
+  private readonly call: RelayCall;
+  private readonly target: UpstreamTarget;
+  private readonly reply: FastifyReply;
+  private readonly gone: () => boolean;
+  private readonly controller: AbortSwitch;
+  private readonly attempts: number;
+  private readonly done: StreamDone;
+
+  constructor(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, controller: AbortSwitch, attempts: number, done: StreamDone) {
+    this.deps = deps;
+    this.call = call;
+    this.target = target;
+    this.reply = reply;
+    this.gone = gone;
+    this.controller = controller;
+    this.attempts = attempts;
+    this.done = done;
+    this.raw = reply.raw;
+    this.tel = telemetryOf(reply);
+    this.status = res.statusCode;
+    this.body = res.body;
+    const converter = (this.converter = call.convert?.stream());
+    this.tap = new SseTap(this.tel.meter(call.reader.stream()), converter ? (ev) => (this.out += converter.push(ev)) : undefined);
+  }
+
+  data(chunk: Buffer): boolean {
+    if (this.bytes === 0) this.tel.firstByte();
+    this.bytes += chunk.length;
+    this.tap.push(chunk);
+    if (!this.tap.meter.done || this.billing !== undefined) return this.pass(chunk);
+    // The terminal event is in this chunk: the upstream waits, and its bytes leave once the row is durable.
+    this.billing = this.record();
+    this.billing.then(
+      () => {
+        if (this.pass(chunk)) this.body.resume();
       },
-      end: resolve,
-    });
-    // Headers leave with the first chunk when it came with them; else now, so the client sees the stream open.
-    if (!wrote && !gone()) raw.flushHeaders();
-  });
-  // No suspended frame for the stream's life either: what follows its end runs as a continuation.
-  return ending.then(async (ended) => {
+      (err: unknown) => {
+        this.failure = unrecorded(err);
+        this.body.destroy(this.failure);
+      },
+    );
+    return false;
+  }
+
+  end(err?: Error): void {
+    // Never inside the caller's frame (pipe() hands over a body that already ended synchronously).
+    queueMicrotask(() =>
+      this.finish(err).then(
+        () => this.done(true),
+        (e: unknown) => this.done(false, e),
+      ),
+    );
+  }
+
+  /** The head alone, when no chunk has taken it along yet and the response is still open. */
+  flushHead(): void {
+    if (this.wrote || this.raw.writableEnded || this.gone()) return;
+    this.raw.flushHeaders();
+    this.wrote = true;
+    releaseSentHead(this.raw);
+  }
+
+  /** Sends what this chunk gave the client; false when the client socket is full (the upstream then waits). */
+  private pass(chunk: Buffer): boolean {
+    if (this.gone()) {
+      // Read on to the end for the usage, but keep nothing of what nobody will receive.
+      this.out = '';
+      return true;
+    }
+    let ok: boolean;
+    if (this.converter) {
+      if (this.out === '') return true;
+      const text = this.out;
+      this.out = '';
+      ok = this.raw.write(text);
+    } else ok = this.raw.write(chunk);
+    if (!this.wrote) {
+      this.wrote = true;
+      releaseSentHead(this.raw);
+    }
+    if (ok) return true;
+    drained(this.raw, () => this.body.resume());
+    return false;
+  }
+
+  /** Cut, aborted or ended without the final usage: what was reported so far, output at least the content relayed. */
+  private record(): Promise<void> {
+    const meter = this.tap.meter;
+    const usage = streamUsage(meter.usage(), meter.done, meter, this.call.requestBytes);
+    return bill(this.deps, this.tel, charge(this.call, this.target, usage, undefined, this.attempts, this.status, this.reply.elapsedTime));
+  }
+
+  private async finish(ended: Error | undefined): Promise<void> {
+    const { call, target, raw, converter } = this;
+    let failure = this.failure;
     if (failure === undefined) {
       if (ended) {
         // After the stream started, a cut is a broken stream, not an unreachable upstream; a deadline is a timeout.
-        if (!(gone() && controller.aborted)) failure = isTimeout(ended) || controller.aborted ? upstreamError(ended, target.provider.id, controller) : new GatewayError('upstream_unavailable', `The upstream stream broke (provider "${target.provider.id}").`);
+        if (!(this.gone() && this.controller.aborted)) failure = isTimeout(ended) || this.controller.aborted ? upstreamError(ended, target.provider.id, this.controller) : new GatewayError('upstream_unavailable', `The upstream stream broke (provider "${target.provider.id}").`);
       } else {
-        tap.end();
-        if (call.requireTerminalEvent && !converter && !tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
+        this.tap.end();
+        if (call.requireTerminalEvent && !converter && !this.tap.meter.done) failure = new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" ended the stream before its final event.`);
       }
     }
-    tel.upstreamDone(undefined, failure);
+    this.tel.upstreamDone(undefined, failure);
     try {
       // Already under way when the terminal event came (its chunk is sent first); else billed now.
-      await (billing ??= record());
+      await (this.billing ??= this.record());
     } catch (err) {
       failure = unrecorded(err);
     }
-    if (!gone()) {
+    if (!this.gone()) {
       if (converter) {
         // What the converter still holds (e.g. closing events) goes out after the row is durable.
-        out += converter.end();
-        if (!failure && out !== '') raw.write(out);
+        const rest = this.out + converter.end();
+        this.out = '';
+        if (!failure && rest !== '') raw.write(rest);
       }
       if (failure) raw.write(call.streamError(failure));
       raw.end();
     }
-  });
+  }
 }
 
 /**
- * Node keeps the response head it built (needed for `headersSent`) as the string it was concatenated into: some
- * thirty pieces, ~1 KB. One read makes V8 flatten it into a single string of its length, all a held stream keeps.
+ * Node keeps the response head it built as `_header` for the response's whole life (~0.3 KB here, in some thirty
+ * concatenated pieces), but once the head has been sent only whether there is one is ever read again: it is then
+ * swapped for a one-character string. A head still unsent (the client left first) is at least flattened into one piece.
  */
-function flattenSentHead(raw: ServerResponse): void {
-  const head = (raw as unknown as { _header?: unknown })._header;
-  if (typeof head === 'string') head.charCodeAt(0);
+function releaseSentHead(raw: ServerResponse): void {
+  const r = raw as unknown as { _header?: unknown; _headerSent?: unknown };
+  if (typeof r._header !== 'string') return;
+  if (r._headerSent === true) r._header = SENT_HEAD;
+  else r._header.charCodeAt(0);
 }
+
+const SENT_HEAD = ' ';
 
 /** Calls `then` once the client socket drained, or closed (the relay then reads on without writing). */
 function drained(raw: ServerResponse, then: () => void): void {

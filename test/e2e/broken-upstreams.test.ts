@@ -167,3 +167,23 @@ describe('duplicate routing keys', () => {
     expect(res.status).toBe(200);
   });
 });
+
+describe('an upstream that sends its head and then nothing', () => {
+  it('the client gets the stream head anyway: 200, event-stream, the request id', async () => {
+    t.upstream.nextResponse({ path: '/chat/completions', headers: { 'content-type': 'text/event-stream' }, stall: true });
+    const ac = new AbortController();
+    // Resolves at the head: were it sent only with a first chunk, it would come with the error at the idle timeout.
+    const res = await fetch(`${t.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      signal: ac.signal,
+      headers: { authorization: `Bearer ${t.keys.acme}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: hello, stream: true }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    expect(res.headers.get('x-tollgate-request-id')).toMatch(/.+/);
+    // The stream is still open (it ends, and is billed, only at the upstream's idle timeout): the head came on its own.
+    expect(await rows(res)).toHaveLength(0);
+    ac.abort();
+  });
+});
