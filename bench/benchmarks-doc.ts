@@ -307,7 +307,7 @@ export function renderBenchmarks(r: BenchResults): string {
   const portkey = r.json.find((j) => j.target === 'portkey');
   s.push('## Chat completions, JSON');
   s.push('');
-  s.push(`At saturation: autocannon, ${r.plan.connections} connections, ${r.plan.saturateSeconds} s after a ${r.plan.warmupSeconds} s warm-up; best of ${r.plan.rounds} interleaved round(s) (least CPU per request). CPU is the server process's utime + stime from \`/proc/<pid>/stat\` over the run, divided by successful requests (for tollgate-postgres also the Postgres backends connected to its database, found in \`pg_stat_activity\`, read the same way over the same interval); peak RSS is VmHWM (reset before each run).`);
+  s.push(`At saturation: autocannon, ${r.plan.connections} connections, ${r.plan.saturateSeconds} s after a ${r.plan.warmupSeconds} s warm-up; best of ${r.plan.rounds} interleaved round(s) (least CPU per request). CPU is the server process's (and its children's) utime + stime from \`/proc/<pid>/stat\` over the run and until the target is idle again (under 2 % of a core over 200 ms: the ledger rows a run leaves behind are written in its window, not the next run's; every measured run also starts from idle), divided by successful requests (for tollgate-postgres also the Postgres backends connected to its database, found in \`pg_stat_activity\`, read the same way over the same interval); peak RSS is VmHWM (reset before each run).`);
   s.push('');
   s.push(
     table(

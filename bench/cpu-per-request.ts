@@ -16,7 +16,7 @@ import { mkdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { backendCpuSpent, createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
-import { chatBody, closedLoop, paced } from './load.ts';
+import { chatBody, closedLoop, paced, settle } from './load.ts';
 import type { Target } from './load.ts';
 import { median } from './stats.ts';
 import { cpuSeconds, ownCpuSeconds } from './proc.ts';
@@ -44,12 +44,15 @@ const rounds = Number(values.rounds);
 
 /** Sends exactly `n` requests, `concurrency` at a time; every answer must be 200. */
 async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; dbPerRequest: number; childPerRequest: number; seconds: number }> {
+  await settle(t);
   const db0 = await t.backendCpu?.();
   const cpu0 = cpuSeconds(t.pid);
   const own0 = ownCpuSeconds(t.pid);
   const t0 = performance.now();
   const failed = await closedLoop(t, body, n, concurrency);
   const seconds = (performance.now() - t0) / 1000;
+  // The ledger's rows of these requests, written after their answers, count here (bench/load.ts settle).
+  await settle(t);
   const db1 = await t.backendCpu?.();
   const dbCpu = db0 && db1 ? backendCpuSpent(db0, db1) : 0;
   const tree = cpuSeconds(t.pid) - cpu0;

@@ -5,7 +5,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { backendCpuSpent } from './databases.ts';
 import type { BackendCpu } from './databases.ts';
-import { ProcWindow } from './proc.ts';
+import { cpuSecondsFine, ProcWindow } from './proc.ts';
 import { Samples } from './stats.ts';
 import type { LatencySummary } from './stats.ts';
 
@@ -86,13 +86,39 @@ interface Measured {
   upstreamCpuPerRequest?: number;
 }
 
+/** Idle: under 2 % of one core over a probe (the target's process tree, and its database backends on Postgres). */
+const IDLE_CPU_SECONDS = 0.004;
+const IDLE_PROBE_MS = 200;
+const SETTLE_LIMIT_MS = 30_000;
+
+/**
+ * Waits until the target is idle, at most 30 s. A gateway's ledger may still be writing a phase's rows after the
+ * last answer (the embedded store's writer runs at low priority and falls behind at saturation): waiting before a
+ * window keeps that backlog out of the next phase (its CPU and its latency tail), and waiting before a window ends
+ * counts it in the phase whose requests made it.
+ */
+export async function settle(t: Target): Promise<void> {
+  const deadline = performance.now() + SETTLE_LIMIT_MS;
+  while (performance.now() < deadline) {
+    const c0 = cpuSecondsFine(t.pid);
+    const d0 = await t.backendCpu?.();
+    await new Promise((r) => setTimeout(r, IDLE_PROBE_MS));
+    const d1 = await t.backendCpu?.();
+    const spent = cpuSecondsFine(t.pid) - c0 + (d0 && d1 ? backendCpuSpent(d0, d1) : 0);
+    if (spent < IDLE_CPU_SECONDS) return;
+  }
+}
+
 async function measured<T extends { ok: number }>(t: Target, upstreamPid: number | undefined, fn: () => Promise<T>): Promise<T & Measured> {
+  await settle(t);
   const db0 = await t.backendCpu?.();
   const w = new ProcWindow(t.pid);
   const uw = upstreamPid !== undefined && upstreamPid !== t.pid ? new ProcWindow(upstreamPid) : undefined;
   const r = await fn();
-  const m = w.end();
   const um = uw?.end();
+  // The rows this phase's requests left to the ledger are this phase's cost (~0.2 s of idle probe, a few ms, with them).
+  await settle(t);
+  const m = w.end();
   const db1 = await t.backendCpu?.();
   const n = Math.max(1, r.ok);
   return { ...r, cpuPerRequest: m.cpuSeconds / n, dbCpuPerRequest: db0 && db1 ? backendCpuSpent(db0, db1) / n : undefined, peakRss: m.peakRss, upstreamCpuPerRequest: um ? um.cpuSeconds / n : undefined };
@@ -272,6 +298,7 @@ export interface StreamLoadResult {
 export async function streamLoad(t: Target, body: string, opts: { concurrency: number; seconds: number; expectEvents: number; path?: string; headers?: Record<string, string> }): Promise<StreamLoadResult> {
   const pool = new Pool(t.origin, { connections: opts.concurrency, pipelining: 1 });
   try {
+    await settle(t);
     const w = new ProcWindow(t.pid);
     let ok = 0;
     let failed = 0;
@@ -293,8 +320,10 @@ export async function streamLoad(t: Target, body: string, opts: { concurrency: n
         }
       }),
     );
+    const seconds = (performance.now() - t0) / 1000;
+    await settle(t);
     const m = w.end();
-    return { target: t.name, ok, failed, events, seconds: (performance.now() - t0) / 1000, cpuPerStream: m.cpuSeconds / Math.max(1, ok), cpuPerEvent: m.cpuSeconds / Math.max(1, events), peakRss: m.peakRss, firstError };
+    return { target: t.name, ok, failed, events, seconds, cpuPerStream: m.cpuSeconds / Math.max(1, ok), cpuPerEvent: m.cpuSeconds / Math.max(1, events), peakRss: m.peakRss, firstError };
   } finally {
     await pool.close();
   }
