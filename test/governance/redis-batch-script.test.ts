@@ -4,14 +4,15 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BATCH } from '../../gateway/governance/redis-scripts.ts';
+import { deleteRedisPrefix } from '../../bench/redis-keys.ts';
 
 const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
 const prefix = `tg-review:${randomUUID()}:`;
 
 afterAll(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
   redis.disconnect();
+  // Only this run's keys: SCAN by prefix, never FLUSH.
+  await deleteRedisPrefix('redis://127.0.0.1:6379', prefix);
 });
 
 describe('batch script, concurrency sets', () => {
