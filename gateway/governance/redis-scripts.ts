@@ -143,8 +143,12 @@ local function admit(g, now, lease, leaseMs, tokens, rw, rf)
       c.px = math.ceil(nexts[i] - now) + 1000
       c.dirty = true
     elseif kind == 'c' then
-      c.used = c.used + redis.call('ZADD', KEYS[k + i], num(now + leaseMs), lease)
+      local ends = now + leaseMs
+      c.used = c.used + redis.call('ZADD', KEYS[k + i], num(ends), lease)
       c.ttl = leaseMs
+      -- A lease ending at or before the time the set was cleared up to (this admission's clock behind an earlier
+      -- one's in the same call): the next admission at or past its end must clear it, as per-op commands would.
+      if ends <= c.at then c.at = ends - 1 end
     else
       addCached(c, rw, rf, g.ttls[i])
     end

@@ -41,8 +41,11 @@ export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig
         });
       } catch (err) {
         // The server refused the script (an error with a severity; it answers ReadyForQuery next): the connection is
-        // fine. Anything else (a lost connection, a timeout) leaves it unusable.
-        if ((err as { severity?: string }).severity === undefined) broken = err as Error;
+        // fine. Anything else (a lost connection, a timeout) leaves it unusable, and so does a FATAL or PANIC error:
+        // the server closes the connection after it, and a client released before that close is noticed would be
+        // handed to the next query, which fails with it.
+        const severity = (err as { severity?: string }).severity;
+        if (severity === undefined || severity === 'FATAL' || severity === 'PANIC') broken = err as Error;
         throw err;
       } finally {
         if (client !== c) {
