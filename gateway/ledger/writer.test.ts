@@ -225,6 +225,18 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(byKey.rows).toEqual(rawByKey.rows);
   });
 
+  it('stores a row without detail as NULL on the first write and on a replay alike', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const first = ledgerRow({ project, detail: undefined });
+    const later = ledgerRow({ project, detail: undefined });
+    expect(await writeUsageBatch(store, [first])).toBe(1);
+    // `first` again makes this batch a replay: it goes through the ON CONFLICT statement.
+    expect(await writeUsageBatch(store, [first, later])).toBe(1);
+    const { rows } = await store.query('SELECT detail IS NULL AS none FROM usage_events WHERE project = $1', [project]);
+    expect(rows).toEqual([{ none: true }, { none: true }]);
+  });
+
   it('rolls up only the new rows of a batch that is partly a replay, whichever path each batch took', async () => {
     const { store } = db();
     const project = freshProject();

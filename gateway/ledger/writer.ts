@@ -17,7 +17,7 @@ const FROM_JSONB = `SELECT e->>0, timestamptz 'epoch' + trunc((e->>1)::float8) *
     e->>7, e->>8, e->>9, (e->>10)::boolean,
     (e->>11)::bigint, (e->>12)::bigint, (e->>13)::bigint, (e->>14)::bigint, (e->>15)::bigint, (e->>16)::bigint,
     CASE WHEN (e->>17)::boolean THEN (e->>13)::bigint ELSE 0 END,
-    (e->>18)::boolean, (e->>19)::numeric, (e->>20)::numeric, e->21, coalesce((e->>22)::smallint, 1),
+    (e->>18)::boolean, (e->>19)::numeric, (e->>20)::numeric, nullif(e->21, 'null'::jsonb), coalesce((e->>22)::smallint, 1),
     (e->>23)::smallint, (e->>24)::integer, e->>25
   FROM jsonb_array_elements($1::jsonb) AS e`;
 
