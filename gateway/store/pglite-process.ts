@@ -17,10 +17,12 @@ const initOnly = process.argv[3] === '--init-only';
 
 // Sized for one connection and a ledger that writes batches, not for a shared server: Postgres' defaults
 // (128 MB shared_buffers, 100 connections' worth of shared memory) are touched as they are used and WebAssembly
-// memory never shrinks, so they end up resident. Measured in bench/embedded-footprint.ts (docs/adr/0015).
+// memory never shrinks, so they end up resident. Measured in bench/embedded-footprint.ts (docs/adr/0015). 4 MB of
+// buffers (512 pages) hold what a ledger batch touches (the day partition's last pages, its key's right edge, the
+// rollups); more were resident from the start and bought no CPU per batch (docs/adr/0015, addendum).
 const START_PARAMS = [
   ...PGlite.defaultStartParams,
-  '-c', 'shared_buffers=16MB',
+  '-c', 'shared_buffers=4MB',
   '-c', 'wal_buffers=1MB',
   '-c', 'max_connections=5',
   '-c', 'autovacuum_worker_slots=1',

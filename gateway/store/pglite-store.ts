@@ -13,8 +13,10 @@ import { errorFrom } from './pglite-protocol.ts';
 import type { Queryable, Store } from './store.ts';
 
 const PROCESS_PATH = fileURLToPath(new URL('./pglite-process.ts', import.meta.url));
-// Liftoff only: see pglite-process.ts. Small semi-spaces: the JS side holds little (PGlite's memory is WebAssembly's).
-const EXEC_ARGV = ['--liftoff-only', '--max-semi-space-size=2'];
+// Liftoff only: see pglite-process.ts. Small semi-spaces and V8's size-over-speed heuristics: the JS side holds little
+// (PGlite's memory is WebAssembly's); together with a smaller shared_buffers they took ~20 MB off the idle process at
+// no measured cost in CPU per batch (bench/pglite-loop-delay.ts, docs/adr/0015 addendum).
+const EXEC_ARGV = ['--liftoff-only', '--max-semi-space-size=1', '--optimize-for-size'];
 
 type Pending = { resolve: (r: PgliteReply & { ok: true }) => void; reject: (e: Error) => void };
 type Op = { op: 'query'; sql: string; params?: unknown[] } | { op: 'exec'; sql: string; blob?: string } | { op: 'close' };
