@@ -1,17 +1,20 @@
-// The child process that owns the embedded PGlite (see pglite-store.ts). PGlite runs each statement synchronously in
-// WebAssembly, so here it blocks this process, not the one serving requests. Started with `--liftoff-only` (V8
-// flags are per process, which is why this is a process and not a thread): the optimising tier compiles Postgres'
-// largest functions with hundreds of MB of transient memory and gains little for a ledger's batches.
-// With `--init-only` it creates the data directory (initdb) and exits, taking initdb's second instance with it.
-import { writeFileSync } from 'node:fs';
+// The worker thread that owns the embedded PGlite (see pglite-store.ts). PGlite runs each statement synchronously in
+// WebAssembly, so here it blocks this thread, not the one serving requests. Its WebAssembly runs as Liftoff code
+// only (pglite-store.ts sets that before starting this thread): the optimising tier compiles Postgres' largest
+// functions with hundreds of MB of transient memory and gains little for a ledger's batches.
+// With `--init-only` it creates the data directory (initdb) and exits, taking initdb's second instance with it; that
+// one runs as a child process (pglite-store.ts), since a thread's malloc arena would keep ~60 MB of it resident.
+import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
+import { parentPort } from 'node:worker_threads';
 import { PGlite, types } from '@electric-sql/pglite';
 import type { PgliteReply, PgliteRequest } from './pglite-protocol.ts';
 import { errorFields } from './pglite-protocol.ts';
 
 /** Niceness added to the gateway's (inherited): weighs ~10x less than it when both want one core. */
 const NICER_BY = 10;
-const send = (r: PgliteReply) => process.send!(r);
+const send = (r: PgliteReply) => (parentPort ? parentPort.postMessage(r) : process.send!(r));
+const done = () => (parentPort ? parentPort.close() : process.disconnect());
 const dataDir = process.argv[2] || undefined;
 const initOnly = process.argv[3] === '--init-only';
 
@@ -30,23 +33,16 @@ const START_PARAMS = [
   '-c', 'temp_buffers=2MB',
 ];
 
-// The gateway went away (exit, crash, kill -9): nothing is left to serve.
-process.on('disconnect', () => process.exit(0));
-// Ctrl-C reaches the whole process group: the gateway drains its ledger into this store before it closes it.
-process.on('SIGINT', () => {});
-process.on('SIGTERM', () => {});
-
-// Below the gateway's priority: on a box with few cores a batch here (milliseconds of CPU) would otherwise take a core
-// from requests in flight, which is the embedded store's latency tail; the ledger only needs the CPU left over, and
-// the journal holds rows meanwhile. Not the lowest niceness: under sustained full load it must still keep up.
+// This thread only, below the gateway's priority (Linux schedules threads, and setpriority on a thread id applies to
+// that thread): on a box with few cores a batch here (milliseconds of CPU) would otherwise take a core from requests
+// in flight, which is the embedded store's latency tail; the ledger only needs the CPU left over, and the journal
+// holds rows meanwhile. Not the lowest niceness: under sustained full load it must still keep up.
 try {
-  setPriority(Math.min(19, getPriority() + NICER_BY));
+  const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  setPriority(tid, Math.min(19, getPriority(tid) + NICER_BY));
 } catch {
-  // not permitted here (some sandboxes): run at the gateway's priority
+  // no /proc (not Linux) or not permitted: run at the gateway's priority
 }
-
-// Who owns the directory: a gateway restarted after SIGKILL waits for this process to be gone (pglite-store.ts).
-if (dataDir) writeFileSync(`${dataDir}.pid`, String(process.pid));
 
 try {
   // PGlite turns int8 into number/BigInt; keep it a string as pg does, so callers see one shape.
@@ -54,13 +50,14 @@ try {
   if (initOnly) {
     await db.close();
     send({ id: 0, ok: true });
-    process.disconnect();
+    done();
   } else {
-    process.on('message', (m: PgliteRequest) => void serve(db, m));
+    parentPort!.on('message', (m: PgliteRequest) => void serve(db, m));
     send({ id: 0, ok: true });
   }
 } catch (err) {
   send({ id: 0, ok: false, error: errorFields(err) });
+  done();
 }
 
 async function serve(db: PGlite, m: PgliteRequest): Promise<void> {
@@ -81,5 +78,5 @@ async function serve(db: PGlite, m: PgliteRequest): Promise<void> {
     reply = { id: m.id, ok: false, error: errorFields(err) };
   }
   send(reply);
-  if (m.op === 'close') process.disconnect();
+  if (m.op === 'close') done();
 }
