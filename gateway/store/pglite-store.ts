@@ -7,6 +7,7 @@ import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import type { EventEmitter } from 'node:events';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
@@ -35,6 +36,8 @@ function baselineWasmOnly(): void {
 function startWorker(dataDir: string | undefined): Worker {
   return new Worker(WORKER_URL, {
     argv: [dataDir ?? ''],
+    // Not the gateway's options (profilers, --input-type...): the worker needs none.
+    execArgv: [],
     // Its JS holds little (PGlite's memory is WebAssembly's): a small young generation.
     resourceLimits: { maxYoungGenerationSizeMb: 2 },
   });
@@ -127,6 +130,9 @@ async function waitForPreviousOwner(dataDir: string): Promise<void> {
 /** `dataDir` undefined means in memory (tests only). */
 export async function openPgliteStore(dataDir?: string): Promise<Store> {
   baselineWasmOnly();
+  // libuv's thread pool (the journal's file writes) starts with the first asynchronous fs call, and its threads
+  // inherit the niceness of the thread that made it: make it from here, before the worker lowers its own.
+  await access(fileURLToPath(WORKER_URL));
   if (dataDir) {
     mkdirSync(dataDir, { recursive: true });
     await waitForPreviousOwner(dataDir);
