@@ -98,12 +98,12 @@ function started(w: EventEmitter, stop: () => void): Promise<void> {
   });
 }
 
-/** The PGlite child process an older gateway (before the store moved to a thread) left on this directory, if any. */
+/** A PGlite process still running on this directory: a first boot's init process, or an older version's store. */
 function previousOwner(dataDir: string): number | undefined {
   try {
     const pid = Number(readFileSync(`${dataDir}.pid`, 'utf8'));
     // The pid may have been reused by something else since: only a PGlite process counts.
-    if (pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('pglite-process')) return pid;
+    if (pid && /pglite-(worker|process)/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))) return pid;
   } catch {
     // no file, or no such process
   }
@@ -111,9 +111,9 @@ function previousOwner(dataDir: string): number | undefined {
 }
 
 /**
- * An older gateway killed with SIGKILL left its PGlite process to notice the closed channel and exit, after the
- * statement it was running. Two instances on one directory would corrupt it, so wait for that exit (bounded), then
- * end it. (A thread dies with its gateway: nothing is left behind now.)
+ * A gateway killed with SIGKILL during a first boot (or an older version's, at any time) leaves its PGlite process to
+ * notice the closed channel and exit, after the statement it is running. Two instances on one directory would
+ * corrupt it, so wait for that exit (bounded), then end it. (The worker thread dies with its gateway.)
  */
 async function waitForPreviousOwner(dataDir: string): Promise<void> {
   const deadline = Date.now() + 10_000;

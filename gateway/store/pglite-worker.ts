@@ -4,7 +4,7 @@
 // functions with hundreds of MB of transient memory and gains little for a ledger's batches.
 // With `--init-only` it creates the data directory (initdb) and exits, taking initdb's second instance with it; that
 // one runs as a child process (pglite-store.ts), since a thread's malloc arena would keep ~60 MB of it resident.
-import { readlinkSync } from 'node:fs';
+import { readlinkSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort } from 'node:worker_threads';
 import { PGlite, types } from '@electric-sql/pglite';
@@ -32,6 +32,15 @@ const START_PARAMS = [
   '-c', 'maintenance_work_mem=16MB',
   '-c', 'temp_buffers=2MB',
 ];
+
+if (!parentPort) {
+  // The first boot's init process: it goes when the gateway does (exit, crash, kill -9), ignores the Ctrl-C that
+  // reaches the whole process group, and says who owns the directory meanwhile (pglite-store.ts waits for it).
+  process.on('disconnect', () => process.exit(0));
+  process.on('SIGINT', () => {});
+  process.on('SIGTERM', () => {});
+  if (dataDir) writeFileSync(`${dataDir}.pid`, String(process.pid));
+}
 
 // This thread only, below the gateway's priority (Linux schedules threads, and setpriority on a thread id applies to
 // that thread): on a box with few cores a batch here (milliseconds of CPU) would otherwise take a core from requests
