@@ -1,7 +1,7 @@
 // The embedded default's footprint, as `npm start` gives it: each start a fresh `node bin/tollgate.js start` process (what `npm start` runs)
 // (the gateway's Node options, default log level, no DATABASE_URL) on a temp data directory. Reports, per start:
 // start-to-ready (spawn until /readyz answers 200), peak RSS during start, idle RSS (after a settle), RSS after the
-// first request and after a burst. RSS is the gateway's plus its child processes' (the embedded store runs in one),
+// first request and after a burst. RSS is the gateway's plus its child processes' (older checkouts run the embedded store in one; first boot's initdb still does),
 // sampled every 20 ms, so a peak is of the sum, and first boot's short-lived initdb process is counted. The first start is the first boot (initdb); the
 // others reuse the data directory. --root runs another checkout's gateway (before/after in one sitting).
 // Usage: node bench/embedded-footprint.ts [--starts 3] [--burst 2000] [--root DIR] [--env K=V ...]
@@ -26,7 +26,7 @@ import { benchConfig, GATEWAY_NODE_OPTIONS, startUpstream } from './targets.ts';
 
 /**
  * The tree's memory with file-backed pages counted once: anonymous RSS summed, plus the largest file-backed RSS of
- * one process. The gateway and its PGlite process map the same Node binary (~50 MB of text), which an RSS sum counts
+ * one process. A gateway and a PGlite child process (older checkouts) map the same Node binary (~50 MB of text), which an RSS sum counts
  * twice and a container's memory accounting (page cache) once; an approximation, since other mapped files differ.
  */
 function treeDistinct(pid: number): number {

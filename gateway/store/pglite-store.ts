@@ -1,28 +1,56 @@
-// Store over an embedded PGlite (single connection), run in a child process: PGlite executes each statement
-// synchronously in WebAssembly, and a ledger batch takes milliseconds to tens of milliseconds, which in the serving
-// process stalls every request in flight (the latency tail at a steady rate). A process rather than a thread so that
-// it runs with its own V8 flags (see pglite-process.ts) and its memory is returned when it exits. Statements run one
-// at a time, in call order; a transaction holds the connection from BEGIN to COMMIT.
+// Store over an embedded PGlite (single connection), run in a worker thread: PGlite executes each statement
+// synchronously in WebAssembly, and a ledger batch takes milliseconds to tens of milliseconds, which on the serving
+// thread stalls every request in flight (the latency tail at a steady rate). A thread, not a child process: a second
+// Node runtime cost ~45 MB of resident memory for nothing else (docs/adr/0015, addendum). Statements run one at a
+// time, in call order; a transaction holds the connection from BEGIN to COMMIT.
 import { fork } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import type { EventEmitter } from 'node:events';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { Worker } from 'node:worker_threads';
 import type { PgliteReply, PgliteRequest } from './pglite-protocol.ts';
 import { errorFrom } from './pglite-protocol.ts';
 import type { Queryable, Store } from './store.ts';
 
-const PROCESS_PATH = fileURLToPath(new URL('./pglite-process.ts', import.meta.url));
-// Liftoff only: see pglite-process.ts. Small semi-spaces: the JS side holds little (PGlite's memory is WebAssembly's).
-const EXEC_ARGV = ['--liftoff-only', '--max-semi-space-size=2'];
+const WORKER_URL = new URL('./pglite-worker.ts', import.meta.url);
 
 type Pending = { resolve: (r: PgliteReply & { ok: true }) => void; reject: (e: Error) => void };
 type Op = { op: 'query'; sql: string; params?: unknown[] } | { op: 'exec'; sql: string; blob?: string } | { op: 'close' };
 
-function spawnPglite(dataDir: string | undefined, initOnly: boolean): ChildProcess {
-  return fork(PROCESS_PATH, [dataDir ?? '', ...(initOnly ? ['--init-only'] : [])], {
-    execArgv: EXEC_ARGV,
-    // Structured clone: Date and parsed jsonb arrive as they left; a batch is one message.
+/**
+ * WebAssembly in this process stays on V8's baseline tier (Liftoff) from here on. The optimising tier recompiles
+ * Postgres' hot functions, some of them huge, with 300-500 MB of transient memory, and a ledger's batches do not run
+ * long enough to pay that back (docs/adr/0015). V8's flags are per process; these two are read when a function would
+ * tier up, so setting them now takes effect (`--liftoff-only` would not: its implications apply only at start). The
+ * only other WebAssembly here is undici's HTTP parser: measured ~1 µs of CPU per upstream request more.
+ */
+function baselineWasmOnly(): void {
+  setFlagsFromString('--no-wasm-dynamic-tiering');
+  setFlagsFromString('--no-wasm-tier-up');
+}
+
+function startWorker(dataDir: string | undefined): Worker {
+  return new Worker(WORKER_URL, {
+    argv: [dataDir ?? ''],
+    // Not the gateway's options (profilers, --input-type...): the worker needs none.
+    execArgv: [],
+    // Its JS holds little (PGlite's memory is WebAssembly's): a small young generation.
+    resourceLimits: { maxYoungGenerationSizeMb: 2 },
+  });
+}
+
+/**
+ * First boot's initdb, in a child process that then exits: PGlite runs initdb in a second instance and copies its
+ * result, and in a thread ~60 MB of that stayed resident in the thread's malloc arena after it ended.
+ */
+function startInitProcess(dataDir: string): ChildProcess {
+  return fork(fileURLToPath(WORKER_URL), [dataDir, '--init-only'], {
+    // V8's flags are per process: Liftoff only there too.
+    execArgv: ['--liftoff-only', '--max-semi-space-size=1'],
     serialization: 'advanced',
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env, NODE_OPTIONS: '' },
@@ -30,15 +58,18 @@ function spawnPglite(dataDir: string | undefined, initOnly: boolean): ChildProce
 }
 
 // Generous: a first boot (initdb) takes seconds on a quiet machine and a minute on a very busy one. Past it the
-// child is wedged (e.g. its directory was removed under it) and start fails with that, rather than waiting for ever.
+// worker is wedged (e.g. its directory was removed under it) and start fails with that, rather than waiting for ever.
 const START_TIMEOUT_MS = 300_000;
 
-/** Waits for the child's start reply; rejects with its error, when it exits first, or after START_TIMEOUT_MS. */
-function started(child: ChildProcess): Promise<void> {
+/**
+ * Waits for the start reply of a worker or the init process; rejects with its error, when it exits first, or after
+ * START_TIMEOUT_MS (then `stop`s it).
+ */
+function started(w: EventEmitter, stop: () => void): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       cleanup();
-      child.kill('SIGKILL');
+      stop();
       reject(new Error(`PGlite did not start within ${START_TIMEOUT_MS / 1000} s`));
     }, START_TIMEOUT_MS);
     const onMessage = (r: PgliteReply) => {
@@ -47,9 +78,9 @@ function started(child: ChildProcess): Promise<void> {
       if (r.ok) resolve();
       else reject(errorFrom(r.error));
     };
-    const onExit = (code: number | null, signal: string | null) => {
+    const onExit = (code: number | null, signal?: string | null) => {
       cleanup();
-      reject(new Error(`PGlite process exited during start (${signal ?? `code ${code}`})`));
+      reject(new Error(`PGlite exited during start (${signal ?? `code ${code}`})`));
     };
     const onError = (err: Error) => {
       cleanup();
@@ -57,22 +88,22 @@ function started(child: ChildProcess): Promise<void> {
     };
     const cleanup = () => {
       clearTimeout(timer);
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      child.off('error', onError);
+      w.off('message', onMessage);
+      w.off('exit', onExit);
+      w.off('error', onError);
     };
-    child.on('message', onMessage);
-    child.on('exit', onExit);
-    child.on('error', onError);
+    w.on('message', onMessage);
+    w.on('exit', onExit);
+    w.on('error', onError);
   });
 }
 
-/** The PGlite process a previous gateway left on this directory, if it still runs (see pglite-process.ts). */
+/** A PGlite process still running on this directory: a first boot's init process, or an older version's store. */
 function previousOwner(dataDir: string): number | undefined {
   try {
     const pid = Number(readFileSync(`${dataDir}.pid`, 'utf8'));
     // The pid may have been reused by something else since: only a PGlite process counts.
-    if (pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('pglite-process')) return pid;
+    if (pid && /pglite-(worker|process)/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))) return pid;
   } catch {
     // no file, or no such process
   }
@@ -80,8 +111,9 @@ function previousOwner(dataDir: string): number | undefined {
 }
 
 /**
- * A gateway killed with SIGKILL leaves its PGlite process to notice the closed channel and exit, after the statement
- * it is running. Two instances on one directory would corrupt it, so wait for that exit (bounded), then end it.
+ * A gateway killed with SIGKILL during a first boot (or an older version's, at any time) leaves its PGlite process to
+ * notice the closed channel and exit, after the statement it is running. Two instances on one directory would
+ * corrupt it, so wait for that exit (bounded), then end it. (The worker thread dies with its gateway.)
  */
 async function waitForPreviousOwner(dataDir: string): Promise<void> {
   const deadline = Date.now() + 10_000;
@@ -97,34 +129,33 @@ async function waitForPreviousOwner(dataDir: string): Promise<void> {
 
 /** `dataDir` undefined means in memory (tests only). */
 export async function openPgliteStore(dataDir?: string): Promise<Store> {
+  baselineWasmOnly();
+  // libuv's thread pool (the journal's file writes) starts with the first asynchronous fs call, and its threads
+  // inherit the niceness of the thread that made it: make it from here, before the worker lowers its own.
+  await access(fileURLToPath(WORKER_URL));
   if (dataDir) {
     mkdirSync(dataDir, { recursive: true });
     await waitForPreviousOwner(dataDir);
     // First boot: initdb in a process of its own that then exits, taking its ~240 MB (initdb's second PGlite
-    // instance and the copy it leaves) with it; the serving process then opens the directory as on a restart.
+    // instance and the copy it leaves) with it; the serving worker then opens the directory as on a restart.
     if (!existsSync(join(dataDir, 'PG_VERSION'))) {
-      const init = spawnPglite(dataDir, true);
+      const init = startInitProcess(dataDir);
       const exited = new Promise((r) => init.once('exit', r));
       try {
-        await started(init);
+        await started(init, () => init.kill('SIGKILL'));
       } finally {
         if (init.exitCode === null && init.signalCode === null) await exited;
       }
     }
   }
-  const child = spawnPglite(dataDir, false);
+  const worker = startWorker(dataDir);
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let gone: Error | undefined;
   // Referenced only while a statement is out: an idle store never keeps the process alive, a busy one does.
   const hold = (on: boolean) => {
-    if (on) {
-      child.ref();
-      child.channel?.ref();
-    } else {
-      child.unref();
-      child.channel?.unref();
-    }
+    if (on) worker.ref();
+    else worker.unref();
   };
   const settle = (id: number, fn: (p: Pending) => void) => {
     const p = pending.get(id);
@@ -138,14 +169,14 @@ export async function openPgliteStore(dataDir?: string): Promise<Store> {
     for (const id of [...pending.keys()]) settle(id, (p) => p.reject(err));
   };
   try {
-    await started(child);
+    await started(worker, () => void worker.terminate());
   } catch (err) {
-    child.kill('SIGKILL');
+    await worker.terminate();
     throw err;
   }
-  child.on('message', (r: PgliteReply) => settle(r.id, (p) => (r.ok ? p.resolve(r) : p.reject(errorFrom(r.error)))));
-  child.on('error', fail);
-  child.on('exit', (code, signal) => fail(new Error(`PGlite process exited (${signal ?? `code ${code}`})`)));
+  worker.on('message', (r: PgliteReply) => settle(r.id, (p) => (r.ok ? p.resolve(r) : p.reject(errorFrom(r.error)))));
+  worker.on('error', fail);
+  worker.on('exit', (code) => fail(new Error(`PGlite worker exited (code ${code})`)));
   hold(false);
 
   const call = (m: Op): Promise<PgliteReply & { ok: true }> => {
@@ -154,9 +185,12 @@ export async function openPgliteStore(dataDir?: string): Promise<Store> {
     return new Promise((resolve, reject) => {
       pending.set(id, { resolve, reject });
       hold(true);
-      child.send({ id, ...m } satisfies PgliteRequest, (err) => {
-        if (err) settle(id, (p) => p.reject(err));
-      });
+      try {
+        worker.postMessage({ id, ...m } satisfies PgliteRequest);
+      } catch (err) {
+        // not cloneable
+        settle(id, (p) => p.reject(err as Error));
+      }
     });
   };
   const direct: Queryable = {
@@ -202,10 +236,10 @@ export async function openPgliteStore(dataDir?: string): Promise<Store> {
       if (closed) return;
       closed = true;
       await exclusive(() => call({ op: 'close' })).catch(() => {});
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        // It exits once PGlite is closed and the channel drops; a wedged one is not waited for.
-        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      // It exits once PGlite is closed and its port drops; a wedged one is not waited for.
+      if (worker.threadId !== -1) {
+        const exited = new Promise((r) => worker.once('exit', r));
+        const timer = setTimeout(() => void worker.terminate(), 5_000);
         await exited;
         clearTimeout(timer);
       }

@@ -1,0 +1,32 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const STORE = fileURLToPath(new URL('./pglite-store.ts', import.meta.url));
+
+// In a fresh process, so the store is the first to start libuv's thread pool (vitest's own process already has one).
+const PROBE = `
+import { readdirSync, readFileSync } from 'node:fs';
+const { openPgliteStore } = await import(${JSON.stringify(STORE)});
+const store = await openPgliteStore();
+await store.query('SELECT 1');
+const threads = readdirSync('/proc/self/task').map((tid) => {
+  const stat = readFileSync('/proc/self/task/' + tid + '/stat', 'utf8');
+  return { name: readFileSync('/proc/self/task/' + tid + '/comm', 'utf8').trim(), nice: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]) };
+});
+await store.close();
+console.log(JSON.stringify(threads));
+`;
+
+describe.runIf(existsSync('/proc/thread-self'))('PGlite store threads', () => {
+  it('runs PGlite below the gateway priority, and only PGlite: libuv pool (journal writes) and V8 threads stay', () => {
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', PROBE], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+    const threads = JSON.parse(out.trim().split('\n').at(-1)!) as { name: string; nice: number }[];
+    const main = threads.find((t) => t.name !== 'WorkerThread' && t === threads[0])!;
+    const lowered = threads.filter((t) => t.nice !== main.nice);
+    expect(lowered.map((t) => t.name)).toEqual(['WorkerThread']);
+    expect(lowered[0].nice).toBe(Math.min(19, main.nice + 10));
+    expect(threads.filter((t) => t.name === 'libuv-worker').length).toBeGreaterThan(0);
+  });
+});
