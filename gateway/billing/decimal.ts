@@ -21,17 +21,27 @@ export function isDecimalText(text: string): boolean {
 
 /** Parses "12", "0.15", "1e-7", "2.5E+3"; rejects anything else (and negatives). */
 export function parseDecimal(text: string | number): Decimal {
-  const s = typeof text === 'number' ? numberText(text) : text.trim();
-  const m = DECIMAL_TEXT.exec(s);
-  if (!m) throw new Error(`not a non-negative decimal: ${JSON.stringify(text)}`);
+  const d = readDecimal(typeof text === 'number' ? numberText(text) : text.trim());
+  if (!d) throw new Error(`not a non-negative decimal: ${JSON.stringify(text)}`);
+  return normalize(d);
+}
+
+/**
+ * The value of a decimal text with its display scale kept, as Postgres' numeric reads it ('0.10': 10 units at scale
+ * 2); undefined when it is not a non-negative decimal, or its scale is beyond ±maxScale (bounds the BigInt built).
+ */
+export function readDecimal(text: string, maxScale = Infinity): Decimal | undefined {
+  const m = DECIMAL_TEXT.exec(text);
+  if (!m) return undefined;
   const frac = m[2] ?? '';
-  let units = BigInt(m[1] + frac);
   let scale = frac.length - Number(m[3] ?? 0);
+  if (Math.abs(scale) > maxScale) return undefined;
+  let units = BigInt(m[1] + frac);
   if (scale < 0) {
     units *= pow10(-scale);
     scale = 0;
   }
-  return normalize({ units, scale });
+  return { units, scale };
 }
 
 // A JS number's shortest round-trip text is the literal the user wrote (0.15 -> "0.15").

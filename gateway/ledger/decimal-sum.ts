@@ -2,8 +2,8 @@
 // many digits after the point as the addend that had most (numeric's display scale: '0.10' + '0.2' is '0.30').
 // The ledger sums rollup deltas here instead of in the database; a different scale would change the stored text.
 // Units stay a double while every partial result is a safe integer (the common case, no allocation), else a BigInt.
+import { readDecimal } from '../billing/decimal.ts';
 
-const DECIMAL = /^(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 // Most texts: up to 15 characters, so at most 15 digits, no exponent. Read through a double: the units are below 10^15, so the product's
 // error (< 10^15 × 2^-52) is far below 0.5 and rounding gives them exactly. Saves building a digits string.
 const SHORT_PLAIN = /^\d+(?:\.\d+)?$/;
@@ -24,19 +24,9 @@ export class DecimalSum {
       this.addUnits(dot < 0 ? Number(text) : Math.round(Number(text) * 10 ** scale), scale);
       return true;
     }
-    const m = DECIMAL.exec(text);
-    if (m === null) return false;
-    const frac = m[2] ?? '';
-    // numeric_in: the display scale is the digits after the point less the exponent, never below 0.
-    let scale = frac.length - (m[3] === undefined ? 0 : Number(m[3]));
-    if (scale > MAX_SCALE || scale < -MAX_SCALE) return false;
-    let digits = m[1] + frac;
-    if (scale < 0) {
-      digits += '0'.repeat(-scale);
-      scale = 0;
-    }
-    if (digits.length <= 15) this.addUnits(Number(digits), scale);
-    else this.addBig(BigInt(digits), scale);
+    const d = readDecimal(text, MAX_SCALE);
+    if (d === undefined) return false;
+    this.addBig(d.units, d.scale);
     return true;
   }
 
