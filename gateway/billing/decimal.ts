@@ -5,7 +5,8 @@ export interface Decimal {
 }
 
 const POW10: bigint[] = [1n];
-function pow10(n: number): bigint {
+/** 10^n, kept once computed. */
+export function pow10(n: number): bigint {
   while (POW10.length <= n) POW10.push(POW10[POW10.length - 1] * 10n);
   return POW10[n];
 }
@@ -72,6 +73,11 @@ export function shift(a: Decimal, n: number): Decimal {
 export function compare(a: Decimal, b: Decimal): number {
   const d = add(a, { units: -b.units, scale: b.scale }).units;
   return d === 0n ? 0 : d > 0n ? 1 : -1;
+}
+
+/** Exactly 1, in any scale (1, 1.0, 1.00...). */
+export function isOne(d: Decimal): boolean {
+  return d.scale >= 0 && d.units === pow10(d.scale);
 }
 
 export function normalize(a: Decimal): Decimal {

@@ -2,7 +2,7 @@
 import type { Usage } from '../meter/usage.ts';
 import { promptTokens } from '../meter/usage.ts';
 import type { Decimal } from './decimal.ts';
-import { add, fromInt, mul, parseDecimal, shift, toPlainString, ZERO } from './decimal.ts';
+import { add, fromInt, isOne, mul, parseDecimal, shift, toPlainString, ZERO } from './decimal.ts';
 import type { PricingGroup } from '../snapshot/schema.ts';
 
 export interface TierPrices {
@@ -62,10 +62,3 @@ export function priceUsage(pricing: CompiledPricing, usage: Usage, discount: Dec
   // No discount (a factor of exactly 1, the default): the cost is the original, already written out.
   return { originalCost, costPoints: isOne(d) ? originalCost : toPlainString(mul(original, d)) };
 }
-
-/** Exactly 1 in any scale (1, 1.0, 1.00...). */
-function isOne(d: Decimal): boolean {
-  return d.scale >= 0 && d.scale < POW10_ONE.length && d.units === POW10_ONE[d.scale];
-}
-
-const POW10_ONE = [1n, 10n, 100n, 1000n, 10000n, 100000n, 1000000n];

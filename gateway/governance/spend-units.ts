@@ -2,13 +2,10 @@
 // at most 15 fractional digits (a price with 6 decimals per million tokens times a 3-decimal discount has 15).
 // A charge with more digits is rounded up, never down, so a budget can only be reached early, never overrun.
 import type { Decimal } from '../billing/decimal.ts';
-import { parseDecimal } from '../billing/decimal.ts';
+import { parseDecimal, pow10 } from '../billing/decimal.ts';
 
 export const SPEND_SCALE = 15;
 const ONE = 10n ** BigInt(SPEND_SCALE);
-// Powers of ten up to any scale a charge reaches (prices, discounts and their products), computed once.
-const POW10: bigint[] = Array.from({ length: 64 }, (_, i) => 10n ** BigInt(i));
-const pow10 = (n: number): bigint => POW10[n] ?? 10n ** BigInt(n);
 
 export function toUnits(d: Decimal): bigint {
   if (d.scale <= SPEND_SCALE) return d.units * pow10(SPEND_SCALE - d.scale);
@@ -33,7 +30,7 @@ export function costToUnits(text: string): bigint {
   if (dot > 0 && decimals <= SPEND_SCALE && PLAIN_POINTS.test(text)) {
     const digits = text.slice(0, dot) + text.slice(dot + 1);
     // Up to 15 digits the integer is exact as a double: a number parse and one small multiply, not a long BigInt parse.
-    if (digits.length <= 15) return BigInt(Number(digits)) * POW10[SPEND_SCALE - decimals];
+    if (digits.length <= 15) return BigInt(Number(digits)) * pow10(SPEND_SCALE - decimals);
     return BigInt(digits.padEnd(digits.length + SPEND_SCALE - decimals, '0'));
   }
   return toUnits(parseDecimal(text));
