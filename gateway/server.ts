@@ -84,7 +84,11 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   });
   bodyTimeouts(app, familyOf, timeouts);
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  const asBuffer = (_req: unknown, body: Buffer, done: (err: null, body: Buffer) => void) => done(null, body);
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, asBuffer);
+  // The same parser under its exact type: fastify caches the parser it found for a content type, but not the
+  // catch-all, so without this every JSON request re-parsed its content-type header (~0.4 µs).
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, asBuffer);
 
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply) => {
     const family = familyOf(req.url);
