@@ -43,6 +43,7 @@ export interface SettleInput {
 
 export interface CounterBackend {
   readonly kind: 'memory' | 'redis';
+  /** A verdict returned synchronously may be the backend's own, reused by its next admission: read it before that. */
   admit(a: AdmitInput): Verdict | Promise<Verdict>;
   /** Settles spend and tokens and frees the concurrency slot; never throws (errors are counted and logged). */
   settle(s: SettleInput): void | Promise<void>;

@@ -5,6 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { selectTier } from '../billing/pricing.ts';
 import type { BillingRule, CompiledPricing } from '../billing/pricing.ts';
 import type { Decimal } from '../billing/decimal.ts';
+import { pow10 } from '../billing/decimal.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerRow } from '../ledger/row.ts';
@@ -14,7 +15,7 @@ import { setRateHeaders } from './headers.ts';
 import type { LimitsView } from './limits-view.ts';
 import { periodEnd, periodId } from './periods.ts';
 import type { Rule } from './rules.ts';
-import { costToUnits, toUnits, unitsToPoints } from './spend-units.ts';
+import { costToUnits, SPEND_SCALE, toUnits, unitsToPoints } from './spend-units.ts';
 
 export type { LimitsView } from './limits-view.ts';
 
@@ -165,8 +166,26 @@ function inputUnits(pricing: CompiledPricing, tokens: number, orgDiscount: Decim
   const price = selectTier(pricing, tokens).input;
   const discount = orgDiscount ?? pricing.discount;
   // tokens × price per million × discount: scale = price + 6 + discount.
-  return toUnits({ units: BigInt(tokens) * price.units * discount.units, scale: price.scale + 6 + discount.scale });
+  const scale = price.scale + 6 + discount.scale;
+  if (scale > SPEND_SCALE) return toUnits({ units: BigInt(tokens) * price.units * discount.units, scale });
+  // Femtopoints per token are then an integer: one multiply per request, exact as a double below 2^53.
+  let f = perToken.get(price);
+  if (f === undefined || f.discount !== discount) {
+    const units = price.units * discount.units * pow10(SPEND_SCALE - scale);
+    perToken.set(price, (f = { discount, units, number: Number(units) }));
+  }
+  const n = tokens * f.number;
+  return Number.isSafeInteger(n) ? BigInt(n) : BigInt(tokens) * f.units;
 }
+
+/** An input price's femtopoints per token at the discount it was last asked with (most keys of a price share one). */
+interface PerToken {
+  discount: Decimal;
+  units: bigint;
+  number: number;
+}
+// Keyed by the tier's price (compiled once per snapshot): a reload drops it with the old prices.
+const perToken = new WeakMap<Decimal, PerToken>();
 
 /**
  * One admitted request: knows what it reserved, learns the exact charge from the ledger row, settles once. It is the

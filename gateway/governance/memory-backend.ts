@@ -9,17 +9,50 @@ interface Cell {
   v: number;
 }
 
+/** One budget counter's spend (femtopoints). */
+interface SpendCell {
+  v: bigint;
+}
+
+/**
+ * Budget counters by name (rule id + period id). Each is a cell the backend keeps a per-list reference to, so a
+ * request reads and adds its budgets without looking names up; get and set are for the rest (Redis' local view,
+ * reconciliation).
+ */
+export class SpendCounters {
+  private readonly cells = new Map<string, SpendCell>();
+
+  get(key: string): bigint | undefined {
+    return this.cells.get(key)?.v;
+  }
+
+  set(key: string, units: bigint): this {
+    this.cell(key).v = units;
+    return this;
+  }
+
+  cell(key: string): SpendCell {
+    let c = this.cells.get(key);
+    if (c === undefined) this.cells.set(key, (c = { v: 0n }));
+    return c;
+  }
+}
+
 export class MemoryBackend implements CounterBackend {
   readonly kind = 'memory';
   private readonly tat = new Map<string, Cell>();
   private readonly inFlight = new Map<string, Cell>();
-  readonly spend = new Map<string, bigint>();
+  readonly spend = new SpendCounters();
   // Per rules list (compiled once per snapshot): each rate or concurrency rule's cell, so admission and settlement
   // walk an array instead of looking up counter names. Cells are shared by name, and outlive a snapshot reload.
   private readonly cellLists = new WeakMap<readonly Rule[], (Cell | undefined)[]>();
+  // The same for budgets, per spend-key list (the governor's is one per rules list and day).
+  private readonly spendCellLists = new WeakMap<readonly (string | undefined)[], (SpendCell | undefined)[]>();
   // Scratch for one admission (synchronous): what the check pass computed, written by the commit pass.
   private nextTat = new Float64Array(16);
   private readonly spentNow: bigint[] = [];
+  // The verdict handed out by every admission: read before the next one (backend.ts), so no object or arrays per request.
+  private readonly verdict: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], resetMs: [] };
 
   private cellsOf(rules: readonly Rule[]): (Cell | undefined)[] {
     let cells = this.cellLists.get(rules);
@@ -30,15 +63,33 @@ export class MemoryBackend implements CounterBackend {
     return cells;
   }
 
+  private spendCellsOf(spendKeys: readonly (string | undefined)[]): (SpendCell | undefined)[] {
+    let cells = this.spendCellLists.get(spendKeys);
+    if (cells === undefined) {
+      cells = spendKeys.map((k) => (k === undefined ? undefined : this.spend.cell(k)));
+      this.spendCellLists.set(spendKeys, cells);
+    }
+    return cells;
+  }
+
   admit(a: AdmitInput): Verdict {
     const rules = a.rules;
     const n = rules.length;
     const now = a.now;
     const cells = this.cellsOf(rules);
+    let spendCells: (SpendCell | undefined)[] | undefined;
     if (this.nextTat.length < n) this.nextTat = new Float64Array(n);
     const nextTat = this.nextTat;
     const spent = this.spentNow;
-    const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: new Array(n), resetMs: new Array(n) };
+    const v = this.verdict;
+    v.ok = true;
+    v.refused = -1;
+    v.retryAfterMs = 0;
+    // Exactly this list's length: nothing of a longer list's answer is left behind its rules.
+    if (v.remaining.length !== n) {
+      v.remaining.length = n;
+      v.resetMs.length = n;
+    }
     // Check every rule first, change nothing unless all admit.
     for (let i = 0; i < n; i++) {
       const r = rules[i];
@@ -57,7 +108,7 @@ export class MemoryBackend implements CounterBackend {
         v.remaining[i] = r.limit - used - 1;
         v.resetMs[i] = 0;
       } else {
-        const s = this.spend.get(a.spendKeys[i]!) ?? 0n;
+        const s = (spendCells ??= this.spendCellsOf(a.spendKeys))[i]!.v;
         if (s >= r.units!) return this.refuse(v, i, 0);
         // What the counter becomes once all admit; the remaining is counted from it.
         spent[i] = s + a.reserve;
@@ -69,7 +120,7 @@ export class MemoryBackend implements CounterBackend {
       const k = rules[i].kind;
       if (k === 'rpm' || k === 'tpm') cells[i]!.v = nextTat[i];
       else if (k === 'concurrency') cells[i]!.v++;
-      else this.spend.set(a.spendKeys[i]!, spent[i]);
+      else spendCells![i]!.v = spent[i];
     }
     return v;
   }
@@ -78,11 +129,15 @@ export class MemoryBackend implements CounterBackend {
     v.ok = false;
     v.refused = i;
     v.retryAfterMs = retryAfterMs;
+    // The rules after the refusing one were not checked: none of an earlier answer's values is left for them.
+    v.remaining.length = i;
+    v.resetMs.length = i;
     return v;
   }
 
   settle(s: SettleInput): void {
     const cells = this.cellsOf(s.rules);
+    const spendCells = s.spendDelta === 0n ? undefined : this.spendCellsOf(s.spendKeys);
     for (let i = 0; i < s.rules.length; i++) {
       const r = s.rules[i];
       if (r.kind === 'tpm' && s.tokensDelta !== 0) {
@@ -92,12 +147,8 @@ export class MemoryBackend implements CounterBackend {
       } else if (r.kind === 'concurrency') {
         const c = cells[i]!;
         c.v = c.v <= 1 ? 0 : c.v - 1;
-      } else if (r.kind === 'budget' && s.spendDelta !== 0n) this.addSpend(s.spendKeys[i]!, s.spendDelta);
+      } else if (r.kind === 'budget' && spendCells !== undefined) spendCells[i]!.v += s.spendDelta;
     }
-  }
-
-  private addSpend(key: string, units: bigint): void {
-    this.spend.set(key, (this.spend.get(key) ?? 0n) + units);
   }
 
   peek(rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number): Promise<Verdict> {
