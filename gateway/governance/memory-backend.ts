@@ -14,6 +14,12 @@ interface SpendCell {
   v: bigint;
 }
 
+/** A rules list's cells, parallel to it: rate and concurrency rules' in `rates`, budgets' in `spend`. */
+interface Cells {
+  rates: (Cell | undefined)[];
+  spend: (SpendCell | undefined)[];
+}
+
 /**
  * Budget counters by name (rule id + period id). Each is a cell the backend keeps a per-list reference to, so a
  * request reads and adds its budgets without looking names up; get and set are for the rest (Redis' local view,
@@ -43,41 +49,32 @@ export class MemoryBackend implements CounterBackend {
   private readonly tat = new Map<string, Cell>();
   private readonly inFlight = new Map<string, Cell>();
   readonly spend = new SpendCounters();
-  // Per rules list (compiled once per snapshot): each rate or concurrency rule's cell, so admission and settlement
-  // walk an array instead of looking up counter names. Cells are shared by name, and outlive a snapshot reload.
-  private readonly cellLists = new WeakMap<readonly Rule[], (Cell | undefined)[]>();
-  // The same for budgets, per spend-key list (the governor's is one per rules list and day).
-  private readonly spendCellLists = new WeakMap<readonly (string | undefined)[], (SpendCell | undefined)[]>();
+  // Per spend-key list (the governor's is one per rules list and day; backend.ts): each rule's cell, so admission and
+  // settlement walk arrays instead of looking up counter names. Cells are shared by name, and outlive a snapshot reload.
+  private readonly cellLists = new WeakMap<readonly (string | undefined)[], Cells>();
   // Scratch for one admission (synchronous): what the check pass computed, written by the commit pass.
   private nextTat = new Float64Array(16);
   private readonly spentNow: bigint[] = [];
   // The verdict handed out by every admission: read before the next one (backend.ts), so no object or arrays per request.
   private readonly verdict: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], resetMs: [] };
 
-  private cellsOf(rules: readonly Rule[]): (Cell | undefined)[] {
-    let cells = this.cellLists.get(rules);
-    if (cells === undefined) {
-      cells = rules.map((r) => (r.kind === 'budget' ? undefined : cell(r.kind === 'concurrency' ? this.inFlight : this.tat, r.id, r.kind === 'concurrency' ? 0 : -Infinity)));
-      this.cellLists.set(rules, cells);
+  private cellsOf(rules: readonly Rule[], spendKeys: readonly (string | undefined)[]): Cells {
+    let c = this.cellLists.get(spendKeys);
+    if (c === undefined) {
+      c = {
+        rates: rules.map((r) => (r.kind === 'budget' ? undefined : cell(r.kind === 'concurrency' ? this.inFlight : this.tat, r.id, r.kind === 'concurrency' ? 0 : -Infinity))),
+        spend: spendKeys.map((k) => (k === undefined ? undefined : this.spend.cell(k))),
+      };
+      this.cellLists.set(spendKeys, c);
     }
-    return cells;
-  }
-
-  private spendCellsOf(spendKeys: readonly (string | undefined)[]): (SpendCell | undefined)[] {
-    let cells = this.spendCellLists.get(spendKeys);
-    if (cells === undefined) {
-      cells = spendKeys.map((k) => (k === undefined ? undefined : this.spend.cell(k)));
-      this.spendCellLists.set(spendKeys, cells);
-    }
-    return cells;
+    return c;
   }
 
   admit(a: AdmitInput): Verdict {
     const rules = a.rules;
     const n = rules.length;
     const now = a.now;
-    const cells = this.cellsOf(rules);
-    let spendCells: (SpendCell | undefined)[] | undefined;
+    const { rates: cells, spend: spendCells } = this.cellsOf(rules, a.spendKeys);
     if (this.nextTat.length < n) this.nextTat = new Float64Array(n);
     const nextTat = this.nextTat;
     const spent = this.spentNow;
@@ -108,7 +105,7 @@ export class MemoryBackend implements CounterBackend {
         v.remaining[i] = r.limit - used - 1;
         v.resetMs[i] = 0;
       } else {
-        const s = (spendCells ??= this.spendCellsOf(a.spendKeys))[i]!.v;
+        const s = spendCells[i]!.v;
         if (s >= r.units!) return this.refuse(v, i, 0);
         // What the counter becomes once all admit; the remaining is counted from it.
         spent[i] = s + a.reserve;
@@ -120,7 +117,7 @@ export class MemoryBackend implements CounterBackend {
       const k = rules[i].kind;
       if (k === 'rpm' || k === 'tpm') cells[i]!.v = nextTat[i];
       else if (k === 'concurrency') cells[i]!.v++;
-      else spendCells![i]!.v = spent[i];
+      else spendCells[i]!.v = spent[i];
     }
     return v;
   }
@@ -136,8 +133,7 @@ export class MemoryBackend implements CounterBackend {
   }
 
   settle(s: SettleInput): void {
-    const cells = this.cellsOf(s.rules);
-    const spendCells = s.spendDelta === 0n ? undefined : this.spendCellsOf(s.spendKeys);
+    const { rates: cells, spend: spendCells } = this.cellsOf(s.rules, s.spendKeys);
     for (let i = 0; i < s.rules.length; i++) {
       const r = s.rules[i];
       if (r.kind === 'tpm' && s.tokensDelta !== 0) {
@@ -147,7 +143,7 @@ export class MemoryBackend implements CounterBackend {
       } else if (r.kind === 'concurrency') {
         const c = cells[i]!;
         c.v = c.v <= 1 ? 0 : c.v - 1;
-      } else if (r.kind === 'budget' && spendCells !== undefined) spendCells[i]!.v += s.spendDelta;
+      } else if (r.kind === 'budget' && s.spendDelta !== 0n) spendCells[i]!.v += s.spendDelta;
     }
   }
 
