@@ -24,8 +24,13 @@ export interface Verdict {
   /** Index of the rule that refused. */
   refused: number;
   retryAfterMs: number;
-  /** Per rule after admission: what is left (requests, tokens, slots; budgets: femtopoints, may be negative). */
-  remaining: (number | bigint)[];
+  /** Per rate or concurrency rule after admission: what is left (requests, tokens, slots). */
+  remaining: number[];
+  /**
+   * Per budget rule: its counter once admitted (femtopoints, the reservation included; the budget minus it is what is
+   * left, may be negative). Kept apart from `remaining` so an admission computes no difference nobody reads.
+   */
+  spent: bigint[];
   /** Per rule: ms until a rate bucket is full again (0 for others). */
   resetMs: number[];
 }

@@ -93,7 +93,7 @@ export class Governor {
     for (let j = 0; j < t.set.soft.length; j++) {
       const i = t.set.soft[j];
       const r = t.rules[i];
-      if (r.units! - (v.remaining[i] as bigint) >= r.softUnits!) {
+      if (v.spent[i] >= r.softUnits!) {
         reply.header('x-tollgate-budget-warning', `${scopeText(r)}: ${r.period} budget past ${unitsToPoints(r.softUnits!)} of ${unitsToPoints(r.units!)} points`);
         break;
       }
@@ -117,7 +117,7 @@ export class Governor {
     const view: Pick<LimitsView, 'limits' | 'budgets'> = { limits: [], budgets: [] };
     rules.forEach((r, i) => {
       if (r.kind === 'budget') {
-        const left = v.remaining[i] as bigint;
+        const left = r.units! - v.spent[i];
         const end = periodEnd(r.period!, now);
         view.budgets.push({
           scope: r.scope,
@@ -130,7 +130,7 @@ export class Governor {
           resets_at: end === Infinity ? null : new Date(end).toISOString(),
         });
       } else {
-        view.limits.push({ scope: r.scope, owner: r.owner, kind: r.kind, ...(r.model ? { model: r.model } : {}), limit: r.limit, remaining: Math.max(0, v.remaining[i] as number), reset_seconds: Math.ceil(v.resetMs[i] / 1000) });
+        view.limits.push({ scope: r.scope, owner: r.owner, kind: r.kind, ...(r.model ? { model: r.model } : {}), limit: r.limit, remaining: Math.max(0, v.remaining[i]), reset_seconds: Math.ceil(v.resetMs[i] / 1000) });
       }
     });
     return view;

@@ -28,15 +28,15 @@ export function setRateHeaders(reply: FastifyReply, family: ErrorFamily, p: Head
   let tok = -1;
   for (let j = 0; j < p.rpm.length; j++) {
     const i = p.rpm[j];
-    if (v.remaining[i] !== undefined && (req < 0 || (v.remaining[i] as number) < (v.remaining[req] as number))) req = i;
+    if (v.remaining[i] !== undefined && (req < 0 || v.remaining[i] < v.remaining[req])) req = i;
   }
   for (let j = 0; j < p.tpm.length; j++) {
     const i = p.tpm[j];
-    if (v.remaining[i] !== undefined && (tok < 0 || (v.remaining[i] as number) < (v.remaining[tok] as number))) tok = i;
+    if (v.remaining[i] !== undefined && (tok < 0 || v.remaining[i] < v.remaining[tok])) tok = i;
   }
   const names = family === 'messages' ? ANTHROPIC : OPENAI;
-  if (req >= 0) set(reply, names.requests, family, p.limits[req], v.remaining[req] as number, v.resetMs[req], now);
-  if (tok >= 0) set(reply, names.tokens, family, p.limits[tok], v.remaining[tok] as number, v.resetMs[tok], now);
+  if (req >= 0) set(reply, names.requests, family, p.limits[req], v.remaining[req], v.resetMs[req], now);
+  if (tok >= 0) set(reply, names.tokens, family, p.limits[tok], v.remaining[tok], v.resetMs[tok], now);
 }
 
 /** Per rules list (compiled once per snapshot, kept by the governor): where its rpm and tpm rules are, and their limits as header text. */

@@ -54,9 +54,8 @@ export class MemoryBackend implements CounterBackend {
   private readonly cellLists = new WeakMap<readonly (string | undefined)[], Cells>();
   // Scratch for one admission (synchronous): what the check pass computed, written by the commit pass.
   private nextTat = new Float64Array(16);
-  private readonly spentNow: bigint[] = [];
   // The verdict handed out by every admission: read before the next one (backend.ts), so no object or arrays per request.
-  private readonly verdict: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], resetMs: [] };
+  private readonly verdict: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], spent: [], resetMs: [] };
 
   private cellsOf(rules: readonly Rule[], spendKeys: readonly (string | undefined)[]): Cells {
     let c = this.cellLists.get(spendKeys);
@@ -77,14 +76,15 @@ export class MemoryBackend implements CounterBackend {
     const { rates: cells, spend: spendCells } = this.cellsOf(rules, a.spendKeys);
     if (this.nextTat.length < n) this.nextTat = new Float64Array(n);
     const nextTat = this.nextTat;
-    const spent = this.spentNow;
     const v = this.verdict;
+    const spent = v.spent;
     v.ok = true;
     v.refused = -1;
     v.retryAfterMs = 0;
     // Exactly this list's length: nothing of a longer list's answer is left behind its rules.
     if (v.remaining.length !== n) {
       v.remaining.length = n;
+      v.spent.length = n;
       v.resetMs.length = n;
     }
     // Check every rule first, change nothing unless all admit.
@@ -107,9 +107,8 @@ export class MemoryBackend implements CounterBackend {
       } else {
         const s = spendCells[i]!.v;
         if (s >= r.units!) return this.refuse(v, i, 0);
-        // What the counter becomes once all admit; the remaining is counted from it.
+        // What the counter becomes once all admit.
         spent[i] = s + a.reserve;
-        v.remaining[i] = r.units! - spent[i];
         v.resetMs[i] = 0;
       }
     }
@@ -128,6 +127,7 @@ export class MemoryBackend implements CounterBackend {
     v.retryAfterMs = retryAfterMs;
     // The rules after the refusing one were not checked: none of an earlier answer's values is left for them.
     v.remaining.length = i;
+    v.spent.length = i;
     v.resetMs.length = i;
     return v;
   }
@@ -148,20 +148,16 @@ export class MemoryBackend implements CounterBackend {
   }
 
   peek(rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number): Promise<Verdict> {
-    const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], resetMs: [] };
+    const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], spent: [], resetMs: [] };
     rules.forEach((r, i) => {
+      v.resetMs[i] = 0;
       if (r.kind === 'rpm' || r.kind === 'tpm') {
         const t = WINDOW_MS / r.limit;
         const used = Math.max(this.tat.get(r.id)?.v ?? now, now) - now;
-        v.remaining.push(Math.max(0, Math.floor((WINDOW_MS - used + EPSILON_MS) / t)));
-        v.resetMs.push(used);
-      } else if (r.kind === 'concurrency') {
-        v.remaining.push(r.limit - (this.inFlight.get(r.id)?.v ?? 0));
-        v.resetMs.push(0);
-      } else {
-        v.remaining.push(r.units! - (this.spend.get(spendKeys[i]!) ?? 0n));
-        v.resetMs.push(0);
-      }
+        v.remaining[i] = Math.max(0, Math.floor((WINDOW_MS - used + EPSILON_MS) / t));
+        v.resetMs[i] = used;
+      } else if (r.kind === 'concurrency') v.remaining[i] = r.limit - (this.inFlight.get(r.id)?.v ?? 0);
+      else v.spent[i] = this.spend.get(spendKeys[i]!) ?? 0n;
     });
     return Promise.resolve(v);
   }
