@@ -24,8 +24,13 @@ export interface Verdict {
   /** Index of the rule that refused. */
   refused: number;
   retryAfterMs: number;
-  /** Per rule after admission: what is left (requests, tokens, slots; budgets: femtopoints, may be negative). */
-  remaining: (number | bigint)[];
+  /** Per rate or concurrency rule after admission: what is left (requests, tokens, slots). */
+  remaining: number[];
+  /**
+   * Per budget rule: its counter once admitted (femtopoints, the reservation included; the budget minus it is what is
+   * left, may be negative). Kept apart from `remaining` so an admission computes no difference nobody reads.
+   */
+  spent: bigint[];
   /** Per rule: ms until a rate bucket is full again (0 for others). */
   resetMs: number[];
 }
@@ -43,6 +48,7 @@ export interface SettleInput {
 
 export interface CounterBackend {
   readonly kind: 'memory' | 'redis';
+  /** A verdict returned synchronously may be the backend's own, reused by its next admission: read it before that. */
   admit(a: AdmitInput): Verdict | Promise<Verdict>;
   /** Settles spend and tokens and frees the concurrency slot; never throws (errors are counted and logged). */
   settle(s: SettleInput): void | Promise<void>;

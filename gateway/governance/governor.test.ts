@@ -9,7 +9,8 @@ import type { SnapshotInput } from '../snapshot/schema.ts';
 import { Governor } from './governor.ts';
 import type { GovernedCall } from './governor.ts';
 import { MemoryBackend } from './memory-backend.ts';
-import { costToUnits, pointsToUnits, split, join, unitsToPoints } from './spend-units.ts';
+import { costToUnits, pointsToUnits, split, join, toUnits, unitsToPoints } from './spend-units.ts';
+import { fromInt, mul, parseDecimal, shift } from '../billing/decimal.ts';
 
 const K = generateApiKey();
 
@@ -76,15 +77,39 @@ describe('spend units', () => {
   });
 
   it('reads a ledger cost the same way on its short path as the general parse', () => {
-    for (const text of ['0.0000213', '12.5', '3', '0.000000000000001', '0.0000000000000001', '0.1234567890123456789', '1e-7', '2.50', '007.10', '99999999.9999999', '123456789012.123456', '9007199254740993.000000000000001']) {
+    for (const text of ['0.0000213', '12.5', '3', '0.000000000000001', '0.0000000000000001', '0.1234567890123456789', '1e-7', '2.50', '007.10', '99999999.9999999', '123456789012.123456', '9007199254740993.000000000000001', '1.00000000000001', '0.00000000000009', '9.99999999999999']) {
       expect(costToUnits(text)).toBe(pointsToUnits(text));
     }
     expect(() => costToUnits('1.2.3')).toThrow();
     expect(() => costToUnits('-1.5')).toThrow();
+    expect(() => costToUnits('5.')).toThrow();
+    expect(() => costToUnits('.5')).toThrow();
   });
 });
 
 describe('governor (in-process)', () => {
+  it('reserves the exact input price of the estimate, rounded up, whatever the discount', async () => {
+    const budget = { budget: { month: '1000' } };
+    for (const [price, discount] of [['0.15', undefined], ['3', '0.875'], ['0.0000001', '0.333'], ['0.000001', '0.0000001'], ['123456789', '1']] as const) {
+      for (const bytes of [1, 400, 4001, 40_000_000_000]) {
+        const w = world({ org: { ...budget, ...(discount ? { discount } : {}) } });
+        w.s.byName.get('m/a')!.pricing.tiers[0].input = parseDecimal(price);
+        const t = (await new Governor({ backend: new MemoryBackend() }).admit(call(w, 'm/a', bytes), fakeReply().reply))!;
+        // tokens × price per million × discount, rounded up to femtopoints.
+        const exact = shift(mul(mul(fromInt(Math.ceil(bytes / 4)), parseDecimal(price)), parseDecimal(discount ?? '1')), 6);
+        expect(t.reserve).toBe(toUnits(exact));
+      }
+    }
+    // Keys of one price with different discounts, one after the other.
+    const w = world({ org: budget });
+    const g = new Governor({ backend: new MemoryBackend() });
+    for (const discount of [undefined, '0.5', undefined, '0.25', '0.25']) {
+      (w.key.organization as { discount: unknown }).discount = discount === undefined ? undefined : parseDecimal(discount);
+      const t = (await g.admit(call(w), fakeReply().reply))!;
+      expect(t.reserve).toBe((pointsToUnits('0.0001') * BigInt(Number(discount ?? '1') * 100)) / 100n);
+    }
+  });
+
   it('costs nothing for a key without limits', () => {
     const w = world({});
     expect(w.key.governance).toBeUndefined();
@@ -109,6 +134,18 @@ describe('governor (in-process)', () => {
     now += 12_000;
     expect((await tryAdmit(g, call(w))).ok).toBe(true);
     expect((await tryAdmit(g, call(w))).ok).toBe(false);
+  });
+
+  it('tells a refused request only what the rules checked before the refusing one left', async () => {
+    // The key's tpm refuses; its rpm (checked before) is told, the organization's rpm and tpm (after) are not.
+    const w = world({ key: { limits: { rpm: 10, tpm: 150 } }, org: { limits: { rpm: 1000, tpm: 100_000 } } });
+    const g = new Governor({ backend: new MemoryBackend(), now: () => 1_000_000 });
+    const first = await tryAdmit(g, call(w));
+    expect(first.ok && first.headers).toMatchObject({ 'x-ratelimit-remaining-requests': '9', 'x-ratelimit-remaining-tokens': '50' });
+    const refused = await tryAdmit(g, call(w));
+    expect(refused.ok === false && refused.err.kind).toBe('rate_limited');
+    expect(refused.headers['x-ratelimit-remaining-requests']).toBe('8');
+    expect(refused.headers['x-ratelimit-remaining-tokens']).toBeUndefined();
   });
 
   it('holds concurrency exactly and frees a slot when a ticket finishes', async () => {

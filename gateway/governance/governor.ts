@@ -5,16 +5,18 @@ import type { FastifyReply } from 'fastify';
 import { selectTier } from '../billing/pricing.ts';
 import type { BillingRule, CompiledPricing } from '../billing/pricing.ts';
 import type { Decimal } from '../billing/decimal.ts';
+import { pow10 } from '../billing/decimal.ts';
 import type { ErrorFamily } from '../errors.ts';
 import { GatewayError } from '../errors.ts';
 import type { LedgerRow } from '../ledger/row.ts';
 import type { RuntimeKey, RuntimeModel, UpstreamTarget } from '../snapshot/runtime.ts';
 import type { AdmitInput, CounterBackend, SettleInput, Verdict } from './backend.ts';
-import { setRateHeaders } from './headers.ts';
+import { headerPlan, setRateHeaders } from './headers.ts';
+import type { HeaderPlan } from './headers.ts';
 import type { LimitsView } from './limits-view.ts';
 import { periodEnd, periodId } from './periods.ts';
 import type { Rule } from './rules.ts';
-import { costToUnits, toUnits, unitsToPoints } from './spend-units.ts';
+import { costToUnits, SPEND_SCALE, toUnits, unitsToPoints } from './spend-units.ts';
 
 export type { LimitsView } from './limits-view.ts';
 
@@ -64,10 +66,10 @@ export class Governor {
     const rules = gov.byModel.size === 0 ? gov.rules : (gov.byModel.get(call.model.id) ?? gov.rules);
     if (rules.length === 0) return undefined;
     const now = this.now();
-    const { keys: spendKeys, budgets } = spendKeysOf(rules, now);
+    const set = ruleSetOf(rules, now);
     // The reservation: the request's input priced as if 4 bytes were one token (no output assumed). See docs/limits.md for the bound this gives.
-    const reserve = !budgets || call.billing === 'output_only' ? 0n : inputUnits(call.model.pricing, Math.ceil(call.requestBytes / 4), call.key.organization.discount);
-    const ticket = new Ticket(this, call, rules, spendKeys, now, reserve, budgets, call.targets[0].provider.timeouts.totalMs + this.leaseGraceMs);
+    const reserve = !set.budgets || call.billing === 'output_only' ? 0n : inputUnits(call.model.pricing, Math.ceil(call.requestBytes / 4), call.key.organization.discount);
+    const ticket = new Ticket(this, call, set, now, reserve, call.targets[0].provider.timeouts.totalMs + this.leaseGraceMs);
     // The ticket is the backend's admission input (and later its settlement input): no object built per call.
     const v = this.backend.admit(ticket);
     if (v instanceof Promise) return v.then((verdict) => this.decide(ticket, verdict, reply));
@@ -75,7 +77,7 @@ export class Governor {
   }
 
   private decide(t: Ticket, v: Verdict, reply: FastifyReply): Ticket {
-    setRateHeaders(reply, t.call.family, t.rules, v, t.now);
+    setRateHeaders(reply, t.call.family, t.set.headers, v, t.now);
     if (!v.ok) {
       const r = t.rules[v.refused];
       if (r.kind === 'budget') {
@@ -88,10 +90,11 @@ export class Governor {
       reply.header('retry-after-ms', String(Math.max(1, Math.ceil(v.retryAfterMs))));
       throw new GatewayError('rate_limited', `Rate limit reached for ${scopeText(r)}${r.model ? ` on model ${r.model}` : ''}: ${limitText(r)}. Try again in ${Math.max(1, Math.ceil(v.retryAfterMs / 1000))}s.`);
     }
-    for (let i = 0; i < t.rules.length; i++) {
+    for (let j = 0; j < t.set.soft.length; j++) {
+      const i = t.set.soft[j];
       const r = t.rules[i];
-      if (r.softUnits !== undefined && r.units! - (v.remaining[i] as bigint) >= r.softUnits) {
-        reply.header('x-tollgate-budget-warning', `${scopeText(r)}: ${r.period} budget past ${unitsToPoints(r.softUnits)} of ${unitsToPoints(r.units!)} points`);
+      if (v.spent[i] >= r.softUnits!) {
+        reply.header('x-tollgate-budget-warning', `${scopeText(r)}: ${r.period} budget past ${unitsToPoints(r.softUnits!)} of ${unitsToPoints(r.units!)} points`);
         break;
       }
     }
@@ -114,7 +117,7 @@ export class Governor {
     const view: Pick<LimitsView, 'limits' | 'budgets'> = { limits: [], budgets: [] };
     rules.forEach((r, i) => {
       if (r.kind === 'budget') {
-        const left = v.remaining[i] as bigint;
+        const left = r.units! - v.spent[i];
         const end = periodEnd(r.period!, now);
         view.budgets.push({
           scope: r.scope,
@@ -127,7 +130,7 @@ export class Governor {
           resets_at: end === Infinity ? null : new Date(end).toISOString(),
         });
       } else {
-        view.limits.push({ scope: r.scope, owner: r.owner, kind: r.kind, ...(r.model ? { model: r.model } : {}), limit: r.limit, remaining: Math.max(0, v.remaining[i] as number), reset_seconds: Math.ceil(v.resetMs[i] / 1000) });
+        view.limits.push({ scope: r.scope, owner: r.owner, kind: r.kind, ...(r.model ? { model: r.model } : {}), limit: r.limit, remaining: Math.max(0, v.remaining[i]), reset_seconds: Math.ceil(v.resetMs[i] / 1000) });
       }
     });
     return view;
@@ -140,24 +143,38 @@ export class Governor {
 
 const DAY_MS = 86_400_000;
 
-interface SpendKeys {
+/** What the governor derives from one rules list, for the current UTC day (a month changes on a day boundary too). */
+interface RuleSet {
+  rules: readonly Rule[];
   day: number;
   /** Parallel to the rules: a budget's counter name for the period, undefined for a rate rule. */
   keys: readonly (string | undefined)[];
   budgets: boolean;
+  /** The budgets with a soft threshold. */
+  soft: number[];
+  headers: HeaderPlan;
 }
 
-// Per rules list, its budget counters' names for the current UTC day (a month changes on a day boundary too): every
-// request of a day shares one list, and backends may cache what they derive from it by its identity.
-const spendKeyLists = new WeakMap<readonly Rule[], SpendKeys>();
+// Per rules list (compiled once per snapshot): every request of a day shares one entry, so a request makes one lookup
+// here, and backends may cache what they derive from the rules by the identity of its spend-key list.
+const ruleSets = new WeakMap<readonly Rule[], RuleSet>();
 
-function spendKeysOf(rules: readonly Rule[], now: number): SpendKeys {
+function ruleSetOf(rules: readonly Rule[], now: number): RuleSet {
   const day = Math.floor(now / DAY_MS);
-  let c = spendKeyLists.get(rules);
+  const c = ruleSets.get(rules);
   if (c !== undefined && c.day === day) return c;
-  c = { day, keys: rules.map((r) => (r.kind === 'budget' ? r.id + periodId(r.period!, now) : undefined)), budgets: rules.some((r) => r.kind === 'budget') };
-  spendKeyLists.set(rules, c);
-  return c;
+  const soft: number[] = [];
+  rules.forEach((r, i) => r.softUnits !== undefined && soft.push(i));
+  const next: RuleSet = {
+    rules,
+    day,
+    keys: rules.map((r) => (r.kind === 'budget' ? r.id + periodId(r.period!, now) : undefined)),
+    budgets: rules.some((r) => r.kind === 'budget'),
+    soft,
+    headers: c?.headers ?? headerPlan(rules),
+  };
+  ruleSets.set(rules, next);
+  return next;
 }
 
 /** `tokens` input tokens at the model's input price and the discount, in femtopoints (rounded up). */
@@ -165,8 +182,26 @@ function inputUnits(pricing: CompiledPricing, tokens: number, orgDiscount: Decim
   const price = selectTier(pricing, tokens).input;
   const discount = orgDiscount ?? pricing.discount;
   // tokens × price per million × discount: scale = price + 6 + discount.
-  return toUnits({ units: BigInt(tokens) * price.units * discount.units, scale: price.scale + 6 + discount.scale });
+  const scale = price.scale + 6 + discount.scale;
+  if (scale > SPEND_SCALE) return toUnits({ units: BigInt(tokens) * price.units * discount.units, scale });
+  // Femtopoints per token are then an integer: one multiply per request, exact as a double below 2^53.
+  let f = perToken.get(price);
+  if (f === undefined || f.discount !== discount) {
+    const units = price.units * discount.units * pow10(SPEND_SCALE - scale);
+    perToken.set(price, (f = { discount, units, number: Number(units) }));
+  }
+  const n = tokens * f.number;
+  return Number.isSafeInteger(n) ? BigInt(n) : BigInt(tokens) * f.units;
 }
+
+/** An input price's femtopoints per token at the discount it was last asked with (most keys of a price share one). */
+interface PerToken {
+  discount: Decimal;
+  units: bigint;
+  number: number;
+}
+// Keyed by the tier's price (compiled once per snapshot): a reload drops it with the old prices.
+const perToken = new WeakMap<Decimal, PerToken>();
 
 /**
  * One admitted request: knows what it reserved, learns the exact charge from the ledger row, settles once. It is the
@@ -177,6 +212,7 @@ export class Ticket implements AdmitInput, SettleInput {
   readonly call: GovernedCall;
   readonly rules: readonly Rule[];
   readonly spendKeys: readonly (string | undefined)[];
+  readonly set: RuleSet;
   readonly now: number;
   readonly reserve: bigint;
   readonly leaseMs: number;
@@ -184,16 +220,15 @@ export class Ticket implements AdmitInput, SettleInput {
   tokensDelta = 0;
   spendDelta = 0n;
   private readonly gov: Governor;
-  private readonly budgets: boolean;
   private row: LedgerRow | undefined;
   private leaseId: string | undefined;
   private done = false;
-  constructor(gov: Governor, call: GovernedCall, rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number, reserve: bigint, budgets: boolean, leaseMs: number) {
-    this.budgets = budgets;
+  constructor(gov: Governor, call: GovernedCall, set: RuleSet, now: number, reserve: bigint, leaseMs: number) {
     this.gov = gov;
     this.call = call;
-    this.rules = rules;
-    this.spendKeys = spendKeys;
+    this.set = set;
+    this.rules = set.rules;
+    this.spendKeys = set.keys;
     this.now = now;
     this.reserve = reserve;
     this.leaseMs = leaseMs;
@@ -217,7 +252,7 @@ export class Ticket implements AdmitInput, SettleInput {
     const row = this.row;
     this.tokensDelta = (row ? row.input + row.cacheRead + row.cacheWrite + row.output : 0) - this.tokens;
     // The exact charge is parsed only where a budget counts it.
-    this.spendDelta = (row && this.budgets ? costToUnits(row.costPoints) : 0n) - this.reserve;
+    this.spendDelta = (row && this.set.budgets ? costToUnits(row.costPoints) : 0n) - this.reserve;
     void this.gov.backend.settle(this);
   }
 }

@@ -23,42 +23,36 @@ const S_TEXT: string[] = [];
  * Node response: Node then validates them once with the answer's own headers in writeHead, instead of in setHeader
  * and again moving every other header of the answer through setHeader (a hijacked stream merges them, relay.ts).
  */
-export function setRateHeaders(reply: FastifyReply, family: ErrorFamily, rules: readonly Rule[], v: Verdict, now: number): void {
-  const p = plan(rules);
+export function setRateHeaders(reply: FastifyReply, family: ErrorFamily, p: HeaderPlan, v: Verdict, now: number): void {
   let req = -1;
   let tok = -1;
   for (let j = 0; j < p.rpm.length; j++) {
     const i = p.rpm[j];
-    if (v.remaining[i] !== undefined && (req < 0 || (v.remaining[i] as number) < (v.remaining[req] as number))) req = i;
+    if (v.remaining[i] !== undefined && (req < 0 || v.remaining[i] < v.remaining[req])) req = i;
   }
   for (let j = 0; j < p.tpm.length; j++) {
     const i = p.tpm[j];
-    if (v.remaining[i] !== undefined && (tok < 0 || (v.remaining[i] as number) < (v.remaining[tok] as number))) tok = i;
+    if (v.remaining[i] !== undefined && (tok < 0 || v.remaining[i] < v.remaining[tok])) tok = i;
   }
   const names = family === 'messages' ? ANTHROPIC : OPENAI;
-  if (req >= 0) set(reply, names.requests, family, p.limits[req], v.remaining[req] as number, v.resetMs[req], now);
-  if (tok >= 0) set(reply, names.tokens, family, p.limits[tok], v.remaining[tok] as number, v.resetMs[tok], now);
+  if (req >= 0) set(reply, names.requests, family, p.limits[req], v.remaining[req], v.resetMs[req], now);
+  if (tok >= 0) set(reply, names.tokens, family, p.limits[tok], v.remaining[tok], v.resetMs[tok], now);
 }
 
-/** Per rules list (compiled once per snapshot): where its rpm and tpm rules are, and their limits as header text. */
-interface Plan {
+/** Per rules list (compiled once per snapshot, kept by the governor): where its rpm and tpm rules are, and their limits as header text. */
+export interface HeaderPlan {
   rpm: number[];
   tpm: number[];
   limits: (string | undefined)[];
 }
-const plans = new WeakMap<readonly Rule[], Plan>();
 
-function plan(rules: readonly Rule[]): Plan {
-  let p = plans.get(rules);
-  if (p === undefined) {
-    p = { rpm: [], tpm: [], limits: [] };
-    for (let i = 0; i < rules.length; i++) {
-      const r = rules[i];
-      if (r.kind === 'rpm') p.rpm.push(i);
-      else if (r.kind === 'tpm') p.tpm.push(i);
-      p.limits.push(r.kind === 'rpm' || r.kind === 'tpm' ? String(r.limit) : undefined);
-    }
-    plans.set(rules, p);
+export function headerPlan(rules: readonly Rule[]): HeaderPlan {
+  const p: HeaderPlan = { rpm: [], tpm: [], limits: [] };
+  for (let i = 0; i < rules.length; i++) {
+    const r = rules[i];
+    if (r.kind === 'rpm') p.rpm.push(i);
+    else if (r.kind === 'tpm') p.tpm.push(i);
+    p.limits.push(r.kind === 'rpm' || r.kind === 'tpm' ? String(r.limit) : undefined);
   }
   return p;
 }

@@ -9,36 +9,84 @@ interface Cell {
   v: number;
 }
 
+/** One budget counter's spend (femtopoints). */
+interface SpendCell {
+  v: bigint;
+}
+
+/** A rules list's cells, parallel to it: rate and concurrency rules' in `rates`, budgets' in `spend`. */
+interface Cells {
+  rates: (Cell | undefined)[];
+  spend: (SpendCell | undefined)[];
+}
+
+/**
+ * Budget counters by name (rule id + period id). Each is a cell the backend keeps a per-list reference to, so a
+ * request reads and adds its budgets without looking names up; get and set are for the rest (Redis' local view,
+ * reconciliation).
+ */
+export class SpendCounters {
+  private readonly cells = new Map<string, SpendCell>();
+
+  get(key: string): bigint | undefined {
+    return this.cells.get(key)?.v;
+  }
+
+  set(key: string, units: bigint): this {
+    this.cell(key).v = units;
+    return this;
+  }
+
+  cell(key: string): SpendCell {
+    let c = this.cells.get(key);
+    if (c === undefined) this.cells.set(key, (c = { v: 0n }));
+    return c;
+  }
+}
+
 export class MemoryBackend implements CounterBackend {
   readonly kind = 'memory';
   private readonly tat = new Map<string, Cell>();
   private readonly inFlight = new Map<string, Cell>();
-  readonly spend = new Map<string, bigint>();
-  // Per rules list (compiled once per snapshot): each rate or concurrency rule's cell, so admission and settlement
-  // walk an array instead of looking up counter names. Cells are shared by name, and outlive a snapshot reload.
-  private readonly cellLists = new WeakMap<readonly Rule[], (Cell | undefined)[]>();
+  readonly spend = new SpendCounters();
+  // Per spend-key list (the governor's is one per rules list and day; backend.ts): each rule's cell, so admission and
+  // settlement walk arrays instead of looking up counter names. Cells are shared by name, and outlive a snapshot reload.
+  private readonly cellLists = new WeakMap<readonly (string | undefined)[], Cells>();
   // Scratch for one admission (synchronous): what the check pass computed, written by the commit pass.
   private nextTat = new Float64Array(16);
-  private readonly spentNow: bigint[] = [];
+  // The verdict handed out by every admission: read before the next one (backend.ts), so no object or arrays per request.
+  private readonly verdict: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], spent: [], resetMs: [] };
 
-  private cellsOf(rules: readonly Rule[]): (Cell | undefined)[] {
-    let cells = this.cellLists.get(rules);
-    if (cells === undefined) {
-      cells = rules.map((r) => (r.kind === 'budget' ? undefined : cell(r.kind === 'concurrency' ? this.inFlight : this.tat, r.id, r.kind === 'concurrency' ? 0 : -Infinity)));
-      this.cellLists.set(rules, cells);
+  private cellsOf(rules: readonly Rule[], spendKeys: readonly (string | undefined)[]): Cells {
+    let c = this.cellLists.get(spendKeys);
+    if (c === undefined) {
+      c = {
+        rates: rules.map((r) => (r.kind === 'budget' ? undefined : cell(r.kind === 'concurrency' ? this.inFlight : this.tat, r.id, r.kind === 'concurrency' ? 0 : -Infinity))),
+        spend: spendKeys.map((k) => (k === undefined ? undefined : this.spend.cell(k))),
+      };
+      this.cellLists.set(spendKeys, c);
     }
-    return cells;
+    return c;
   }
 
   admit(a: AdmitInput): Verdict {
     const rules = a.rules;
     const n = rules.length;
     const now = a.now;
-    const cells = this.cellsOf(rules);
+    const { rates: cells, spend: spendCells } = this.cellsOf(rules, a.spendKeys);
     if (this.nextTat.length < n) this.nextTat = new Float64Array(n);
     const nextTat = this.nextTat;
-    const spent = this.spentNow;
-    const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: new Array(n), resetMs: new Array(n) };
+    const v = this.verdict;
+    const spent = v.spent;
+    v.ok = true;
+    v.refused = -1;
+    v.retryAfterMs = 0;
+    // Exactly this list's length: nothing of a longer list's answer is left behind its rules.
+    if (v.remaining.length !== n) {
+      v.remaining.length = n;
+      v.spent.length = n;
+      v.resetMs.length = n;
+    }
     // Check every rule first, change nothing unless all admit.
     for (let i = 0; i < n; i++) {
       const r = rules[i];
@@ -57,11 +105,10 @@ export class MemoryBackend implements CounterBackend {
         v.remaining[i] = r.limit - used - 1;
         v.resetMs[i] = 0;
       } else {
-        const s = this.spend.get(a.spendKeys[i]!) ?? 0n;
+        const s = spendCells[i]!.v;
         if (s >= r.units!) return this.refuse(v, i, 0);
-        // What the counter becomes once all admit; the remaining is counted from it.
+        // What the counter becomes once all admit.
         spent[i] = s + a.reserve;
-        v.remaining[i] = r.units! - spent[i];
         v.resetMs[i] = 0;
       }
     }
@@ -69,7 +116,7 @@ export class MemoryBackend implements CounterBackend {
       const k = rules[i].kind;
       if (k === 'rpm' || k === 'tpm') cells[i]!.v = nextTat[i];
       else if (k === 'concurrency') cells[i]!.v++;
-      else this.spend.set(a.spendKeys[i]!, spent[i]);
+      else spendCells[i]!.v = spent[i];
     }
     return v;
   }
@@ -78,11 +125,15 @@ export class MemoryBackend implements CounterBackend {
     v.ok = false;
     v.refused = i;
     v.retryAfterMs = retryAfterMs;
+    // The rules after the refusing one were not checked: none of an earlier answer's values is left for them.
+    v.remaining.length = i;
+    v.spent.length = i;
+    v.resetMs.length = i;
     return v;
   }
 
   settle(s: SettleInput): void {
-    const cells = this.cellsOf(s.rules);
+    const { rates: cells, spend: spendCells } = this.cellsOf(s.rules, s.spendKeys);
     for (let i = 0; i < s.rules.length; i++) {
       const r = s.rules[i];
       if (r.kind === 'tpm' && s.tokensDelta !== 0) {
@@ -92,29 +143,21 @@ export class MemoryBackend implements CounterBackend {
       } else if (r.kind === 'concurrency') {
         const c = cells[i]!;
         c.v = c.v <= 1 ? 0 : c.v - 1;
-      } else if (r.kind === 'budget' && s.spendDelta !== 0n) this.addSpend(s.spendKeys[i]!, s.spendDelta);
+      } else if (r.kind === 'budget' && s.spendDelta !== 0n) spendCells[i]!.v += s.spendDelta;
     }
   }
 
-  private addSpend(key: string, units: bigint): void {
-    this.spend.set(key, (this.spend.get(key) ?? 0n) + units);
-  }
-
   peek(rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number): Promise<Verdict> {
-    const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], resetMs: [] };
+    const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], spent: [], resetMs: [] };
     rules.forEach((r, i) => {
+      v.resetMs[i] = 0;
       if (r.kind === 'rpm' || r.kind === 'tpm') {
         const t = WINDOW_MS / r.limit;
         const used = Math.max(this.tat.get(r.id)?.v ?? now, now) - now;
-        v.remaining.push(Math.max(0, Math.floor((WINDOW_MS - used + EPSILON_MS) / t)));
-        v.resetMs.push(used);
-      } else if (r.kind === 'concurrency') {
-        v.remaining.push(r.limit - (this.inFlight.get(r.id)?.v ?? 0));
-        v.resetMs.push(0);
-      } else {
-        v.remaining.push(r.units! - (this.spend.get(spendKeys[i]!) ?? 0n));
-        v.resetMs.push(0);
-      }
+        v.remaining[i] = Math.max(0, Math.floor((WINDOW_MS - used + EPSILON_MS) / t));
+        v.resetMs[i] = used;
+      } else if (r.kind === 'concurrency') v.remaining[i] = r.limit - (this.inFlight.get(r.id)?.v ?? 0);
+      else v.spent[i] = this.spend.get(spendKeys[i]!) ?? 0n;
     });
     return Promise.resolve(v);
   }

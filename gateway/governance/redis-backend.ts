@@ -257,7 +257,7 @@ export class RedisBackend implements CounterBackend {
 
   private verdict(a: AdmitInput, res: string[]): Verdict {
     const n = a.rules.length;
-    const v: Verdict = { ok: res[0] === '1', refused: -1, retryAfterMs: 0, remaining: new Array(n), resetMs: new Array(n) };
+    const v: Verdict = { ok: res[0] === '1', refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
     if (!v.ok) {
       v.refused = Number(res[1]);
       v.retryAfterMs = Number(res[2]);
@@ -267,11 +267,10 @@ export class RedisBackend implements CounterBackend {
       const x = res[2 * i + 1];
       const y = res[2 * i + 2];
       if (a.rules[i].kind === 'budget') {
-        const spent = join(x, y);
-        v.remaining[i] = a.rules[i].units! - spent - a.reserve;
+        v.spent[i] = join(x, y) + a.reserve;
         v.resetMs[i] = 0;
         // The local view follows Redis, so a later outage starts from what all pods had spent.
-        this.local.spend.set(a.spendKeys[i]!, spent + a.reserve);
+        this.local.spend.set(a.spendKeys[i]!, v.spent[i]);
       } else {
         v.remaining[i] = Number(x);
         v.resetMs[i] = Number(y);
@@ -294,7 +293,7 @@ export class RedisBackend implements CounterBackend {
   private admitLocally(a: AdmitInput): Verdict {
     if (this.ratesWhenDown === 'refuse' && a.rules.some((r) => r.kind !== 'budget')) {
       const i = a.rules.findIndex((r) => r.kind !== 'budget');
-      return { ok: false, refused: i, retryAfterMs: 1000, remaining: [], resetMs: [] };
+      return { ok: false, refused: i, retryAfterMs: 1000, remaining: [], spent: [], resetMs: [] };
     }
     const v = this.local.admit(a);
     if (v.ok) {
@@ -405,14 +404,14 @@ const ZERO: readonly [string, string] = ['0', '0'];
 const MAX_OPS = 256;
 
 function peekVerdict(rules: readonly Rule[], res: string[]): Verdict {
-  const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], resetMs: [] };
+  const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], spent: [], resetMs: [] };
   for (let i = 0; i < rules.length; i++) {
     if (rules[i].kind === 'budget') {
-      v.remaining.push(rules[i].units! - join(res[2 * i], res[2 * i + 1]));
-      v.resetMs.push(0);
+      v.spent[i] = join(res[2 * i], res[2 * i + 1]);
+      v.resetMs[i] = 0;
     } else {
-      v.remaining.push(Number(res[2 * i]));
-      v.resetMs.push(Number(res[2 * i + 1]));
+      v.remaining[i] = Number(res[2 * i]);
+      v.resetMs[i] = Number(res[2 * i + 1]);
     }
   }
   return v;

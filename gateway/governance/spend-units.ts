@@ -19,12 +19,33 @@ export function pointsToUnits(text: string | number): bigint {
 }
 
 const PLAIN_POINTS = /^\d+\.\d+$/;
+// 10^0 … 10^15 as doubles, all exact.
+const POW10_NUMBER = Array.from({ length: SPEND_SCALE + 1 }, (_, i) => 10 ** i);
 
 /**
- * The same as pointsToUnits for a ledger row's cost text: its usual form ("0.0000213", at most 15 decimals) is read
- * as one integer, without the general parse, once per settled request.
+ * The same as pointsToUnits for a ledger row's cost text, once per settled request: its usual form ("0.0000213",
+ * digits and a dot, at most 15 digits) is read char by char into an exact double, with no regex, slice or BigInt parse.
  */
 export function costToUnits(text: string): bigint {
+  const len = text.length;
+  if (len <= SPEND_SCALE + 1) {
+    let n = 0;
+    let dot = -1;
+    for (let i = 0; i < len; i++) {
+      const c = text.charCodeAt(i);
+      if (c >= 48 && c <= 57) n = n * 10 + (c - 48);
+      else if (c === 46 && dot < 0) dot = i;
+      else {
+        dot = -1;
+        break;
+      }
+    }
+    // n has at most 15 digits, so it is exact; its femtopoints are too while below 2^53 (else the general path).
+    if (dot > 0 && dot < len - 1) {
+      const u = n * POW10_NUMBER[SPEND_SCALE - (len - dot - 1)];
+      if (Number.isSafeInteger(u)) return BigInt(u);
+    }
+  }
   const dot = text.indexOf('.');
   const decimals = text.length - dot - 1;
   if (dot > 0 && decimals <= SPEND_SCALE && PLAIN_POINTS.test(text)) {
