@@ -2,8 +2,8 @@
 // thread saw since the previous signal (event-loop delay at 1 ms resolution, GC pauses by count, total and longest,
 // and long turns) to a file bench/loop-probe-read.ts reads, then starts a new window. The bench signals before and
 // after a run.
-// Long turns: a 1 ms interval timer reads the thread's own CPU clock each time it runs. A late tick whose gap was
-// spent on this thread's CPU is our own work blocking the loop; one whose gap was not is the scheduler running
+// Long turns: a 1 ms interval timer reads the process's CPU clock each time it runs. A late tick whose gap was
+// spent on our CPU is our own work blocking the loop; one whose gap was not is the scheduler running
 // something else (on a shared machine, neighbours): wall-clock delay alone cannot tell the two apart.
 import { writeFileSync } from 'node:fs';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
@@ -29,14 +29,16 @@ let busyMaxMs = 0;
 let busyTotalMs = 0;
 let descheduled2 = 0;
 let lastWall = performance.now();
-let lastCpu = threadCpuMs();
-function threadCpuMs(): number {
-  const u = process.threadCpuUsage();
+let lastCpu = processCpuMs();
+// The process's CPU (the main thread's, mostly, at a steady rate): getrusage(RUSAGE_SELF) reads the scheduler's
+// runtime to the microsecond, where process.threadCpuUsage and /proc/thread-self/schedstat move in whole ticks here.
+function processCpuMs(): number {
+  const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 }
 setInterval(() => {
   const wall = performance.now();
-  const cpu = threadCpuMs();
+  const cpu = processCpuMs();
   const spent = cpu - lastCpu;
   // The timer's own period (1 ms) is not a stall: count what the gap held beyond it.
   if (spent >= 1) busy1++;
