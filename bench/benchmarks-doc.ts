@@ -193,7 +193,7 @@ function targets(r: BenchResults): Target[] {
       out.push({
         name: `Added p99 at ${fr.rate} req/s over the best bare floor, ${tg}`,
         goal: '≤ 0.5 ms',
-        figure: `${ms(a.median, 3)} ms, median of ${fr.rounds} rounds (quartiles ${ms(a.q1)} – ${ms(a.q3)} ms; p99 ${ms(rounds.p99Spread.median, 3)} ms)`,
+        figure: `${ms(a.median, 3)} ms, median of ${fr.rounds} rounds (quartiles ${ms(a.q1)} – ${ms(a.q3)} ms; p99 ${ms(rounds.p99Spread.median, 3)} ms; steady rounds ${rounds.addedP99Steady ? `${ms(rounds.addedP99Steady.median, 3)} ms, ${fr.steadyRounds.length}` : 'none'})`,
         met: a.median <= 0.5,
         floor,
       });
@@ -380,11 +380,11 @@ export function renderBenchmarks(r: BenchResults): string {
   );
   if (fr) {
     s.push('');
-    s.push('p99 of every round, ms (the best floor of each round in the last row):');
+    s.push(`p99 of every round, ms (the best floor of each round in the last row; * marks a steady round, in which no run's pacer sent more than ${fr.steadyLagMs} ms behind schedule: the machine gave the bench a core on time throughout):`);
     s.push('');
     s.push(
       table(
-        ['target', ...fr.floorP99.map((_, i) => `r${i + 1}`)],
+        ['target', ...fr.floorP99.map((_, i) => `r${i + 1}${fr.steadyRounds.includes(i) ? '*' : ''}`)],
         [...fr.targets.map((t) => [t.target, ...t.p99.map((x) => ms(x))]), ['best floor', ...fr.floorP99.map((x, i) => `${ms(x)} (${fr.floorName[i]})`)]],
       ),
     );

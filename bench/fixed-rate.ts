@@ -43,6 +43,8 @@ export interface FixedRateTargetResult {
   /** Over rounds: of p99, and of addedP99. */
   p99Spread: Spread;
   addedP99Spread: Spread;
+  /** addedP99 over the steady rounds only (see FixedRateResult.steadyRounds); undefined when there were none. */
+  addedP99Steady?: Spread;
 }
 
 export interface FixedRateResult {
@@ -53,8 +55,16 @@ export interface FixedRateResult {
   /** The best floor's p99 per round, ms, and which floor it was. */
   floorP99: number[];
   floorName: string[];
+  /**
+   * Rounds (0-based) in which no run's pacer sent later than STEADY_LAG_MS behind its schedule: the bench process
+   * itself got a core on time throughout, so no run of the round sat out a burst of the machine's other work.
+   */
+  steadyRounds: number[];
+  steadyLagMs: number;
   targets: FixedRateTargetResult[];
 }
+
+export const STEADY_LAG_MS = 2;
 
 export const spread = (xs: number[]): Spread => ({ median: quantile(xs, 0.5), q1: quantile(xs, 0.25), q3: quantile(xs, 0.75), min: Math.min(...xs), max: Math.max(...xs) });
 
@@ -101,6 +111,8 @@ export function summariseRounds(rate: number, seconds: number, names: string[], 
     floorP99.push(runs.get(best)![round].latency.p99);
     floorName.push(best);
   }
+  const steadyRounds: number[] = [];
+  for (let round = 0; round < rounds; round++) if (names.every((n) => (runs.get(n)![round].maxLagMs ?? 0) <= STEADY_LAG_MS)) steadyRounds.push(round);
   return {
     rate,
     seconds,
@@ -108,11 +120,14 @@ export function summariseRounds(rate: number, seconds: number, names: string[], 
     floors,
     floorP99,
     floorName,
+    steadyRounds,
+    steadyLagMs: STEADY_LAG_MS,
     targets: names.map((name) => {
       const rs = runs.get(name)!;
       const p99 = rs.map((r) => r.latency.p99);
       const added = p99.map((x, i) => x - floorP99[i]);
-      return { target: name, runs: rs, loop: loops?.get(name), p99, addedP99: added, p99Spread: spread(p99), addedP99Spread: spread(added) };
+      const steady = steadyRounds.map((i) => added[i]);
+      return { target: name, runs: rs, loop: loops?.get(name), p99, addedP99: added, p99Spread: spread(p99), addedP99Spread: spread(added), addedP99Steady: steady.length ? spread(steady) : undefined };
     }),
   };
 }
@@ -127,10 +142,12 @@ export function medianRun(t: FixedRateTargetResult): RunResult {
 export function fixedRateLines(r: FixedRateResult): string[] {
   const f = (x: number) => x.toFixed(2);
   const out = [`${r.rate} req/s open loop, ${r.rounds} rounds × ${r.seconds} s, interleaved; added = median over rounds of (p99 − same-round best floor p99 of ${r.floors.join(', ')})`];
+  out.push(`steady rounds (every run's send lag ≤ ${r.steadyLagMs} ms): ${r.steadyRounds.length} of ${r.rounds}`);
   for (const t of r.targets) {
     const a = t.addedP99Spread;
+    const st = t.addedP99Steady;
     out.push(
-      `${t.target.padEnd(27)} p99 ${f(t.p99Spread.median).padStart(6)} ms   added ${f(a.median).padStart(6)} ms (quartiles ${f(a.q1)}–${f(a.q3)}, range ${f(a.min)}–${f(a.max)})   rounds p99: ${t.p99.map(f).join(' ')}`,
+      `${t.target.padEnd(27)} p99 ${f(t.p99Spread.median).padStart(6)} ms   added ${f(a.median).padStart(6)} ms (quartiles ${f(a.q1)}–${f(a.q3)}, range ${f(a.min)}–${f(a.max)})   steady rounds: ${st ? `${f(st.median)} ms (${f(st.min)}–${f(st.max)})` : 'none'}   rounds p99: ${t.p99.map(f).join(' ')}`,
     );
     if (t.loop) {
       const m = (f: (w: LoopWindow) => number) => f2(quantile(t.loop!.map(f), 0.5));

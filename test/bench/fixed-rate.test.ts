@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { medianRun, summariseRounds } from '../../bench/fixed-rate.ts';
 import type { RunResult } from '../../bench/load.ts';
 
-const run = (target: string, p99: number): RunResult => ({
+const run = (target: string, p99: number, maxLagMs = 0.5): RunResult => ({
+  maxLagMs,
   target,
   ok: 1000,
   failed: 0,
@@ -37,6 +38,16 @@ describe('fixed-rate rounds', () => {
     expect(g.addedP99Spread.q3).toBeCloseTo(0.6);
     expect(g.addedP99Spread.max).toBeCloseTo(42);
     expect(g.p99).toEqual(p99s.gateway);
+  });
+
+  it('keeps apart the rounds in which no pacer fell behind', () => {
+    const lagged = new Map([...runs].map(([name, rs]) => [name, rs.map((x, i) => (name === 'gateway' && i === 1 ? run(name, x.latency.p99, 30) : x))]));
+    const l = summariseRounds(1000, 2, Object.keys(p99s), ['bare', 'bare-buffered'], lagged);
+    expect(l.steadyRounds).toEqual([0, 2, 3, 4]);
+    const g = l.targets.find((t) => t.target === 'gateway')!;
+    expect(g.addedP99Steady!.max).toBeCloseTo(0.6);
+    expect(g.addedP99Steady!.median).toBeCloseTo(0.3);
+    expect(r.steadyRounds).toEqual([0, 1, 2, 3, 4]);
   });
 
   it('keeps the run with the median p99 as the representative row', () => {
