@@ -1,6 +1,7 @@
 // Renders one benchmark run as docs/benchmarks.md: machine, date, command, a table per scenario, and the targets.
 import type { LedgerThroughput } from './ledger-throughput.ts';
 import type { ConcurrentStreamsResult, RunResult, StreamLoadResult, TtfbResult } from './load.ts';
+import type { FixedRateResult } from './fixed-rate.ts';
 import type { BenchPlan } from './plan.ts';
 import type { HotFunction } from './profile-summary.ts';
 import type { ReportLatency } from './report-latency.ts';
@@ -49,7 +50,10 @@ export interface BenchResults {
   };
   idleRss?: Record<string, number>;
   startup?: StartupResult[];
+  /** `rate`: the fixed-rate round with the target's median p99 (all rounds: fixedRate). */
   json: { target: string; saturation: RunResult; rate: RunResult }[];
+  /** The fixed-rate rounds (bench/fixed-rate.ts); absent in results from before it. */
+  fixedRate?: FixedRateResult;
   sse: RunResult[];
   ttfb: TtfbResult[];
   chunks: ChunkResult[];
@@ -113,7 +117,7 @@ const LIMITS_GOAL_US: Record<string, number> = { 'limits-in-process': 3, 'limits
 
 const TOLLGATES = ['tollgate-pglite', 'tollgate-postgres'];
 /** The two bare pass-throughs; the floor of a measure is the better of them in the same run. */
-const FLOORS = ['bare', 'bare-buffered'];
+export const FLOORS = ['bare', 'bare-buffered'];
 const TARGET_CPU: Record<string, number> = { 'tollgate-pglite': 1.4, 'tollgate-postgres': 1.25 };
 const TARGET_IDLE_RSS: Record<string, number> = { 'tollgate-pglite': 200, 'tollgate-postgres': 120 };
 
@@ -176,9 +180,25 @@ function targets(r: BenchResults): Target[] {
     const floor = Number.isFinite(floorRps) ? `${(floorRps / portkey.saturation.rps).toFixed(2)}×` : undefined;
     out.push({ name: `Throughput at saturation, ${tg} / Portkey, default settings`, goal: '≥ 5×', figure: `${x.toFixed(2)}× (${j.saturation.rps.toFixed(0)} vs ${portkey.saturation.rps.toFixed(0)} req/s)`, met: x >= 5, floor });
   }
+  const fr = r.fixedRate;
   const floorP99 = floorOf(r.json, (j) => j.rate.latency.p99);
   for (const tg of TOLLGATES) {
     const j = json(tg);
+    const rounds = fr?.targets.find((t) => t.target === tg);
+    if (fr && rounds) {
+      // Median over rounds of (p99 − the same round's best floor p99): see bench/fixed-rate.ts.
+      const a = rounds.addedP99Spread;
+      const directRounds = fr.targets.find((t) => t.target === 'direct');
+      const floor = directRounds ? `${ms(-directRounds.addedP99Spread.median)} ms over direct` : undefined;
+      out.push({
+        name: `Added p99 at ${fr.rate} req/s over the best bare floor, ${tg}`,
+        goal: '≤ 0.5 ms',
+        figure: `${ms(a.median, 3)} ms, median of ${fr.rounds} rounds (quartiles ${ms(a.q1)} – ${ms(a.q3)} ms; p99 ${ms(rounds.p99Spread.median, 3)} ms; steady rounds ${rounds.addedP99Steady ? `${ms(rounds.addedP99Steady.median, 3)} ms, ${fr.steadyRounds.length}` : 'none'})`,
+        met: a.median <= 0.5,
+        floor,
+      });
+      continue;
+    }
     if (!j || floorP99 === undefined) continue;
     const added = j.rate.latency.p99 - floorP99;
     const floor = direct ? `${ms(floorP99 - direct.rate.latency.p99)} ms over direct` : undefined;
@@ -329,25 +349,46 @@ export function renderBenchmarks(r: BenchResults): string {
     ),
   );
   s.push('');
-  s.push(`At a fixed rate: ${r.plan.rate} req/s for ${r.plan.rateSeconds} s, open loop (requests leave on schedule whatever the answers do; autocannon's own rate limit sends each connection's quota back to back at the start of every second, which measures burst queueing). Latency is send to last byte.`);
+  const fr = r.fixedRate;
+  const frOf = (target: string) => fr?.targets.find((t) => t.target === target);
+  s.push(
+    fr
+      ? `At a fixed rate: ${fr.rate} req/s, open loop (requests leave on schedule whatever the answers do; autocannon's own rate limit sends each connection's quota back to back at the start of every second, which measures burst queueing). Latency is send to last byte. ${fr.rounds} rounds of ${fr.seconds} s per target after a 1 s warm-up, every target once per round, the order reversed every other round; a row is the target's median-p99 round. "added p99 over floor" is the median over rounds of (the target's p99 − the best bare floor's p99 in the same round), with its quartiles: a neighbour's burst on the shared cores lands in one round of every target alike, where one long run per target lets it decide the figure.`
+      : `At a fixed rate: ${r.plan.rate} req/s for ${r.plan.rateSeconds} s, open loop (requests leave on schedule whatever the answers do; autocannon's own rate limit sends each connection's quota back to back at the start of every second, which measures burst queueing). Latency is send to last byte.`,
+  );
   s.push('');
   s.push(
     table(
-      ['target', 'achieved req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms', 'added p99 ms', 'CPU µs/req', 'max send lag ms', 'errors'],
-      r.json.map((j) => [
-        j.target,
-        j.rate.rps.toFixed(0),
-        ms(j.rate.latency.p50, 3),
-        ms(j.rate.latency.p99, 3),
-        ms(j.rate.latency.p999, 3),
-        direct ? ms(j.rate.latency.p50 - direct.rate.latency.p50, 3) : 'n/a',
-        direct ? ms(j.rate.latency.p99 - direct.rate.latency.p99, 3) : 'n/a',
-        us(j.rate.cpuPerRequest),
-        ms(j.rate.maxLagMs ?? NaN, 1),
-        j.rate.failed,
-      ]),
+      ['target', 'achieved req/s', 'p50 ms', 'p99 ms', 'p99.9 ms', 'added p50 ms (vs direct)', 'added p99 ms (vs direct)', 'added p99 over floor, median (quartiles) ms', 'CPU µs/req', 'max send lag ms', 'errors'],
+      r.json.map((j) => {
+        const a = frOf(j.target)?.addedP99Spread;
+        return [
+          j.target,
+          j.rate.rps.toFixed(0),
+          ms(j.rate.latency.p50, 3),
+          ms(j.rate.latency.p99, 3),
+          ms(j.rate.latency.p999, 3),
+          direct ? ms(j.rate.latency.p50 - direct.rate.latency.p50, 3) : 'n/a',
+          direct ? ms(j.rate.latency.p99 - direct.rate.latency.p99, 3) : 'n/a',
+          a ? `${ms(a.median, 3)} (${ms(a.q1)} – ${ms(a.q3)})` : 'n/a',
+          us(j.rate.cpuPerRequest),
+          ms(j.rate.maxLagMs ?? NaN, 1),
+          j.rate.failed,
+        ];
+      }),
     ),
   );
+  if (fr) {
+    s.push('');
+    s.push(`p99 of every round, ms (the best floor of each round in the last row; * marks a steady round, in which no run's pacer sent more than ${fr.steadyLagMs} ms behind schedule: the machine gave the bench a core on time throughout):`);
+    s.push('');
+    s.push(
+      table(
+        ['target', ...fr.floorP99.map((_, i) => `r${i + 1}${fr.steadyRounds.includes(i) ? '*' : ''}`)],
+        [...fr.targets.map((t) => [t.target, ...t.p99.map((x) => ms(x))]), ['best floor', ...fr.floorP99.map((x, i) => `${ms(x)} (${fr.floorName[i]})`)]],
+      ),
+    );
+  }
   s.push('');
 
   s.push('## Chat completions, SSE');

@@ -10,13 +10,18 @@
 // (on a shared machine this beats sequential rounds for comparing CPU per request).
 // --variant NAME:K=V[,K=V]: one more tollgate-postgres target with these environment variables (repeatable), e.g.
 // `--variant quiet:LOG_LEVEL=warn --variant untraced:TOLLGATE_TELEMETRY=off` to price the access log or telemetry.
-// --rate N: afterwards, N req/s open loop for --rate-seconds through the upstream directly and each target: p99 and
-// the p99 added over the direct path.
-import { mkdirSync } from 'node:fs';
+// --rate N: afterwards, N req/s open loop through the upstream directly and each target, --rate-rounds interleaved
+// rounds of --rate-seconds each (bench/fixed-rate.ts): p99 added over the same round's best bare floor, median and
+// spread over rounds, and the raw rounds (all of it as JSON with --rate-json FILE). --rounds 0 skips the CPU rounds.
+// --loop-probe: every server under test runs bench/loop-probe.ts; each paced run also reports its event-loop delay
+// and GC pauses.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { backendCpuSpent, createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './databases.ts';
 import type { BenchDatabase } from './databases.ts';
-import { chatBody, closedLoop, paced, settle } from './load.ts';
+import { chatBody, closedLoop, settle } from './load.ts';
+import { fixedRateLines, fixedRateRounds } from './fixed-rate.ts';
 import type { Target } from './load.ts';
 import { median } from './stats.ts';
 import { cpuSeconds, ownCpuSeconds } from './proc.ts';
@@ -35,12 +40,16 @@ const { values } = parseArgs({
     baseline: { type: 'string' },
     variant: { type: 'string', multiple: true },
     rate: { type: 'string' },
-    'rate-seconds': { type: 'string', default: '6' },
+    'rate-seconds': { type: 'string', default: '2.5' },
+    'rate-rounds': { type: 'string', default: '10' },
+    'rate-json': { type: 'string' },
+    'loop-probe': { type: 'boolean', default: false },
   },
 });
 const requests = Number(values.requests);
 const concurrency = Number(values.concurrency);
 const rounds = Number(values.rounds);
+const FLOORS = ['bare', 'bare-buffered'];
 
 /** Sends exactly `n` requests, `concurrency` at a time; every answer must be 200. */
 async function fixedCount(t: Target, body: string, n: number): Promise<{ cpuPerRequest: number; dbPerRequest: number; childPerRequest: number; seconds: number }> {
@@ -68,7 +77,7 @@ let db: BenchDatabase | undefined;
 let baseDb: BenchDatabase | undefined;
 const variantDbs: BenchDatabase[] = [];
 try {
-  const nodeArgs = values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : [];
+  const nodeArgs = [...(values.profile ? ['--cpu-prof', '--cpu-prof-dir', values.profile] : []), ...(values['loop-probe'] ? ['--import', resolve('bench/loop-probe.ts')] : [])];
   if (values.profile) mkdirSync(values.profile, { recursive: true });
   const wanted = new Set((values.only ?? 'bare,bare-buffered,tollgate-postgres,tollgate-pglite').split(','));
   if (wanted.has('bare')) running.push(await startBare(up.target.origin, { nodeArgs }));
@@ -110,7 +119,7 @@ try {
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   // Contention from other work on the machine only ever adds CPU: the best round is the least noisy figure.
   const min = (xs: number[]) => Math.min(...xs);
-  const floors = ['bare', 'bare-buffered'].map((n) => per.get(n)).filter((x) => x !== undefined);
+  const floors = FLOORS.map((n) => per.get(n)).filter((x) => x !== undefined);
   console.log(`requests ${requests} × ${rounds} rounds, concurrency ${concurrency}; Postgres targets include their database backends' CPU`);
   for (const [name, xs] of per) {
     const ratio = (f: (v: number[]) => number) => (floors.length ? `  ${(f(xs) / Math.min(...floors.map(f))).toFixed(2)}× best floor` : '');
@@ -119,20 +128,16 @@ try {
     );
   }
   if (values.rate) {
-    const rate = Number(values.rate);
-    const seconds = Number(values['rate-seconds']);
-    const p99 = new Map<string, number[]>();
-    // Interleaved rounds again; the median p99 per target.
-    for (let round = 0; round < rounds; round++) {
-      for (const t of [up.target, ...running.map((r) => r.target)]) {
-        const res = await paced(t, body, { rate, seconds });
-        if (res.failed > 0) throw new Error(`${t.name}: ${res.failed} paced requests failed`);
-        (p99.get(t.name) ?? p99.set(t.name, []).get(t.name)!).push(res.latency.p99);
-      }
-    }
-    const direct = median(p99.get(up.target.name)!);
-    console.log(`${rate} req/s open loop, ${seconds} s × ${rounds} rounds: p99 (median of rounds), and added over direct`);
-    for (const [name, xs] of p99) console.log(`${name.padEnd(27)} p99 ${median(xs).toFixed(2).padStart(7)} ms   added ${(median(xs) - direct).toFixed(2).padStart(7)} ms   (rounds: ${xs.map((x) => x.toFixed(2)).join(', ')})`);
+    const probed = new Set(values['loop-probe'] ? running.map((r) => r.target.name) : []);
+    const fr = await fixedRateRounds([up.target, ...running.map((r) => r.target)], FLOORS, body, {
+      rate: Number(values.rate),
+      seconds: Number(values['rate-seconds']),
+      rounds: Number(values['rate-rounds']),
+      probed,
+      log: (l) => console.error(l),
+    });
+    for (const l of fixedRateLines(fr)) console.log(l);
+    if (values['rate-json']) writeFileSync(values['rate-json'], JSON.stringify(fr, null, 2));
   }
 } finally {
   for (const r of running) await r.close();

@@ -6,8 +6,10 @@ export interface BenchPlan {
   saturateSeconds: number;
   connections: number;
   rate: number;
+  /** The fixed rate: `rateRounds` interleaved rounds of `rateSeconds` per target (bench/fixed-rate.ts). */
   rateSeconds: number;
-  /** Rounds of the JSON scenario, interleaved across targets; the best round per target is reported. */
+  rateRounds: number;
+  /** Rounds of the JSON scenario at saturation, interleaved across targets; the best round per target is reported. */
   rounds: number;
   sseSaturateSeconds: number;
   ttfbCount: number;
@@ -23,11 +25,12 @@ export interface BenchPlan {
   profileSeconds: number;
   /**
    * bench/limits.ts: requests per segment (one state of one gateway in one round) and rounds; rounds of p99 at the
-   * fixed rate (`rate` for `rateSeconds`); requests per segment counted under callgrind (0: not run).
+   * fixed rate (`rate` for `limitsRateSeconds`); requests per segment counted under callgrind (0: not run).
    */
   limitsRequests: number;
   limitsRounds: number;
   limitsRateRounds: number;
+  limitsRateSeconds: number;
   limitsInstrRequests: number;
 }
 
@@ -37,7 +40,8 @@ export const FULL: BenchPlan = {
   saturateSeconds: 8,
   connections: 64,
   rate: 1000,
-  rateSeconds: 8,
+  rateSeconds: 2,
+  rateRounds: 10,
   rounds: 2,
   sseSaturateSeconds: 6,
   ttfbCount: 400,
@@ -53,6 +57,7 @@ export const FULL: BenchPlan = {
   limitsRequests: 200,
   limitsRounds: 150,
   limitsRateRounds: 3,
+  limitsRateSeconds: 8,
   limitsInstrRequests: 0,
 };
 
@@ -63,6 +68,7 @@ export const SMOKE: BenchPlan = {
   connections: 16,
   rate: 200,
   rateSeconds: 1,
+  rateRounds: 2,
   rounds: 1,
   sseSaturateSeconds: 1,
   ttfbCount: 20,
@@ -78,5 +84,6 @@ export const SMOKE: BenchPlan = {
   limitsRequests: 100,
   limitsRounds: 2,
   limitsRateRounds: 1,
+  limitsRateSeconds: 1,
   limitsInstrRequests: 0,
 };

@@ -10,9 +10,10 @@ import { createBenchDatabase, DEFAULT_POSTGRES_URL, postgresReachable } from './
 import type { BenchDatabase } from './databases.ts';
 import { renderBenchmarks } from './benchmarks-doc.ts';
 import type { BenchResults, ChunkResult, ConcurrentResult, StartupResult } from './benchmarks-doc.ts';
-import { cpuWithDb, floorOf } from './benchmarks-doc.ts';
+import { cpuWithDb, floorOf, FLOORS } from './benchmarks-doc.ts';
+import { fixedRateRounds, medianRun } from './fixed-rate.ts';
 import type { LedgerThroughput } from './ledger-throughput.ts';
-import { chatBody, chatStreamEvents, concurrentStreams, messagesBody, paced, saturate, streamLoad, streamOnce, ttfbRun } from './load.ts';
+import { chatBody, chatStreamEvents, concurrentStreams, messagesBody, saturate, streamLoad, streamOnce, ttfbRun } from './load.ts';
 import type { RunResult, Target } from './load.ts';
 import { parseLimitsResult } from './limits-result.ts';
 import { FULL, SMOKE } from './plan.ts';
@@ -154,21 +155,27 @@ async function main(): Promise<void> {
   }
   results.startup = startup;
 
-  // --- Chat JSON: saturation (autocannon) and a fixed rate (open loop), interleaved rounds.
+  // --- Chat JSON at saturation (autocannon), interleaved rounds; the best round per target.
   const json = chatBody();
-  const best = new Map<string, { sat?: RunResult; rate?: RunResult }>();
+  const best = new Map<string, RunResult>();
   for (let round = 1; round <= plan.rounds; round++) {
     for (const r of all) {
       log(`chat JSON round ${round}: ${r.target.name}`);
       await saturate(r.target, json, { connections: plan.connections, seconds: plan.warmupSeconds });
       const sat = await saturate(r.target, json, { connections: plan.connections, seconds: plan.saturateSeconds, upstreamPid: up.proc.pid });
-      await sleep(300);
-      const rate = await paced(r.target, json, { rate: plan.rate, seconds: plan.rateSeconds, upstreamPid: up.proc.pid });
-      const b = best.get(r.target.name) ?? {};
-      best.set(r.target.name, { sat: better(b.sat, sat), rate: better(b.rate, rate) });
+      best.set(r.target.name, better(best.get(r.target.name), sat));
     }
   }
-  results.json = all.map((r) => ({ target: r.target.name, saturation: best.get(r.target.name)!.sat!, rate: best.get(r.target.name)!.rate! }));
+  // --- Chat JSON at a fixed rate (open loop): many short interleaved rounds, added p99 per round (bench/fixed-rate.ts).
+  log(`chat JSON fixed rate: ${plan.rateRounds} rounds of ${plan.rateSeconds} s at ${plan.rate} req/s`);
+  const fixedRate = await fixedRateRounds(
+    all.map((r) => r.target),
+    FLOORS,
+    json,
+    { rate: plan.rate, seconds: plan.rateSeconds, rounds: plan.rateRounds, upstreamPid: up.proc.pid, log },
+  );
+  results.fixedRate = fixedRate;
+  results.json = all.map((r) => ({ target: r.target.name, saturation: best.get(r.target.name)!, rate: medianRun(fixedRate.targets.find((t) => t.target === r.target.name)!) }));
 
   // --- Chat SSE at saturation (every event in one upstream write).
   const sse = chatBody({ stream: true });
@@ -313,7 +320,7 @@ async function main(): Promise<void> {
   // --- Rate limits and budgets: CPU per request off / in-process / Redis, beside its own bare floor.
   log('limits: off, in-process, Redis');
   const lim = await runChild(
-    ['bench/limits.ts', '--requests', String(plan.limitsRequests), '--rounds', String(plan.limitsRounds), '--rate', String(plan.rate), '--rate-seconds', String(plan.rateSeconds), '--rate-rounds', String(plan.limitsRateRounds), '--instr-requests', String(plan.limitsInstrRequests)],
+    ['bench/limits.ts', '--requests', String(plan.limitsRequests), '--rounds', String(plan.limitsRounds), '--rate', String(plan.rate), '--rate-seconds', String(plan.limitsRateSeconds), '--rate-rounds', String(plan.limitsRateRounds), '--instr-requests', String(plan.limitsInstrRequests)],
     {},
   );
   results.limits = parseLimitsResult(lim.output) ?? { error: `exit ${lim.code}: ${lim.output.slice(-400)}` };

@@ -150,7 +150,7 @@ async function writeInto(q: Queryable, rows: readonly LedgerRow[], table: string
   // transaction a failure would abort it: ON CONFLICT from the start.
   const outside = 'transaction' in q;
   if (outside && (q.copyIn !== undefined || q.copyQuery !== undefined)) {
-    const fresh = freshBatch(rows);
+    const fresh = await freshBatch(rows);
     if (fresh !== undefined) {
       try {
         if (q.copyIn !== undefined) await q.copyIn(freshScript(table, 'STDIN', fresh.deltas), fresh.data);
@@ -199,16 +199,16 @@ const FIRST_ISO_MS = -62_135_596_800_000;
 const END_ISO_MS = 253_402_300_800_000;
 
 /** The batch as COPY text for the table itself, and its rollup deltas; undefined when it must take the statement. */
-function freshBatch(rows: readonly LedgerRow[]): { data: string; deltas: string } | undefined {
+async function freshBatch(rows: readonly LedgerRow[]): Promise<{ data: string; deltas: string } | undefined> {
   for (const r of rows) if (!(r.occurredAt >= FIRST_ISO_MS && r.occurredAt < END_ISO_MS)) return undefined;
-  let data = tableCopyText(rows);
+  let data = await tableCopyText(rows);
   let storableRows = rows;
   // NUL and lone surrogates: as in replay(), stored as U+FFFD (tableCopyText says so of detail's JSON; a lone
   // surrogate in a text field is raw here, and the encoder would replace it silently, but the deltas must be keyed by
   // what is stored).
   if (data === undefined || data.includes('\u0000') || !data.isWellFormed()) {
     storableRows = rows.map(storable);
-    data = tableCopyText(storableRows);
+    data = await tableCopyText(storableRows);
     if (data === undefined) return undefined;
   }
   const deltas = rollupDeltas(storableRows);
@@ -219,11 +219,15 @@ function freshBatch(rows: readonly LedgerRow[]): { data: string; deltas: string 
  * COPY text in the table's column order (COLUMNS): occurred_at as ISO text, cache_explicit_read worked out; undefined
  * when a detail's JSON holds what jsonb refuses (a NUL or a lone surrogate, escaped).
  */
-function tableCopyText(rows: readonly LedgerRow[]): string | undefined {
+async function tableCopyText(rows: readonly LedgerRow[]): Promise<string | undefined> {
   // One string grown with +: V8 keeps it a rope and flattens it once (measured faster than a template literal a
   // line and a join, ~0.6 against ~1.5 µs a row).
   let out = '';
-  for (const r of rows) {
+  for (let i = 0; i < rows.length; i++) {
+    // A whole batch in one turn (250 rows a seal on Postgres at 1,000 req/s, 1,000 on PGlite) held the requests
+    // behind it for 0.6 to 2.7 ms: in the latency tail at a steady rate. A turn per COPY_ROWS_PER_TURN rows.
+    if (i > 0 && i % COPY_ROWS_PER_TURN === 0) await nextTurn();
+    const r = rows[i];
     let detail = '\\N';
     if (r.detail != null) {
       detail = JSON.stringify(r.detail);
@@ -241,6 +245,9 @@ function tableCopyText(rows: readonly LedgerRow[]): string | undefined {
   }
   return out;
 }
+
+const COPY_ROWS_PER_TURN = 64;
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The statement for a table and a source, built once each. */
 const statements = new Map<string, string>();
