@@ -253,8 +253,12 @@ function tableCopyText(rows: readonly LedgerRow[]): string | undefined {
     let detail = '\\N';
     if (r.detail != null) {
       detail = JSON.stringify(r.detail);
-      if (detail.includes('\\u0000') || detail.includes('\\ud')) return undefined;
-      detail = copyText1(detail);
+      // JSON text holds no raw tab or line break, and every escape starts with a backslash: without one (the usual
+      // usage object) there is nothing to refuse or to escape.
+      if (detail.includes('\\')) {
+        if (detail.includes('\\u0000') || detail.includes('\\ud')) return undefined;
+        detail = copyText1(detail);
+      }
     }
     const cost = copyText1(r.costPoints);
     out += copyText1(r.requestId) + '\t' + isoTime(r.occurredAt) + same + r.input + '\t' + r.output + '\t' +
