@@ -15,7 +15,8 @@ interface Delta {
   /** input, output, cache_read, cache_write, cache_explicit_read, reasoning, artifacts, request_count. */
   sums: number[];
   cost: DecimalSum;
-  original: DecimalSum;
+  /** Undefined while every row's original cost was its cost (no discount): the sum is then cost's. */
+  original: DecimalSum | undefined;
 }
 
 /**
@@ -42,7 +43,7 @@ export function rollupDeltas(rows: readonly LedgerRow[]): string | undefined {
       }
     }
     if (g === undefined) {
-      g = { project: r.project, hour, model, organization: r.organization, apiKeyId: r.apiKeyId, sums: [0, 0, 0, 0, 0, 0, 0, 0], cost: new DecimalSum(), original: new DecimalSum() };
+      g = { project: r.project, hour, model, organization: r.organization, apiKeyId: r.apiKeyId, sums: [0, 0, 0, 0, 0, 0, 0, 0], cost: new DecimalSum(), original: undefined };
       list.push(g);
     }
     const s = g.sums;
@@ -54,14 +55,20 @@ export function rollupDeltas(rows: readonly LedgerRow[]): string | undefined {
     s[5] += r.reasoning;
     s[6] += r.artifacts;
     s[7]++;
-    if (!g.cost.add(r.costPoints) || !g.original.add(r.originalCost)) return undefined;
+    if (g.original === undefined && r.originalCost !== r.costPoints) {
+      // The first row whose original cost differs: the original sum of the rows before it is their cost sum, whose
+      // text reads back as the same units and scale. One sum a row otherwise (no discount is the common case).
+      g.original = new DecimalSum();
+      g.original.add(g.cost.toString());
+    }
+    if (!g.cost.add(r.costPoints) || (g.original !== undefined && !g.original.add(r.originalCost))) return undefined;
   }
   const out: string[][] = [];
   for (const list of byKey.values()) {
     for (const g of list) {
       // Non-negative addends: a sum within the safe range was exact at every step.
       if (g.sums.some((n) => n > Number.MAX_SAFE_INTEGER)) return undefined;
-      out.push([g.project, String(g.hour), g.model, g.organization, g.apiKeyId, ...g.sums.map(String), g.cost.toString(), g.original.toString()]);
+      out.push([g.project, String(g.hour), g.model, g.organization, g.apiKeyId, ...g.sums.map(String), g.cost.toString(), (g.original ?? g.cost).toString()]);
     }
   }
   return JSON.stringify(out);

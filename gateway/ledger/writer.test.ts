@@ -240,6 +240,41 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(byKey.rows).toEqual(rawByKey.rows);
   });
 
+  it('sums original costs that equal the cost for some rows of a bucket and differ for others, as the database does', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const money = [['0.10', '0.10'], ['0.2', '0.2'], ['0.05', '0.1'], ['1e-7', '1e-7'], ['0.5', '1.000'], ['3', '3']];
+    const rows = money.map(([costPoints, originalCost]) => ledgerRow({ project, apiKeyId: `${project}-k`, costPoints, originalCost }));
+    expect(await writeUsageBatch(store, rows)).toBe(rows.length);
+    const sums = 'count(*) AS request_count, sum(cost_points) AS cost_points, sum(original_cost) AS original_cost';
+    const rollup = await store.query('SELECT request_count, cost_points, original_cost FROM usage_hourly WHERE project = $1', [project]);
+    const raw = await store.query(`SELECT ${sums} FROM usage_events WHERE project = $1`, [project]);
+    expect(rollup.rows).toEqual(raw.rows);
+    expect(rollup.rows).toEqual([{ request_count: '6', cost_points: '3.8500001', original_cost: '4.4000001' }]);
+    const byKey = await store.query('SELECT request_count, cost_points, original_cost FROM usage_hourly_keys WHERE api_key_id = $1', [`${project}-k`]);
+    expect(byKey.rows).toEqual(raw.rows);
+  });
+
+  it('stores each row\'s own fields when rows of one batch alternate between keys, models and routes', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const other = freshProject();
+    const a = { project, apiKeyId: `${project}-a`, clientModel: 'm-a', endpoint: '/api/v1/chat/completions', stream: false, keyPrefix: 'sk_live_a' };
+    const b = { project: other, apiKeyId: `${other}-b`, clientModel: 'm\tb', endpoint: '/api/anthropic/v1/messages', stream: true, keyPrefix: undefined };
+    const rows = [a, a, b, b, a, { ...a, stream: true }, { ...a, keyPrefix: 'sk_live_c' }].map((f) => ledgerRow(f));
+    expect(await writeUsageBatch(store, rows)).toBe(rows.length);
+    const { rows: stored } = await store.query<{ request_id: string }>(
+      'SELECT request_id, project, api_key_id, client_model, endpoint, stream, key_prefix FROM usage_events WHERE project IN ($1, $2)',
+      [project, other],
+    );
+    const byId = new Map(stored.map((r) => [r.request_id, r]));
+    for (const r of rows) {
+      expect(byId.get(r.requestId)).toEqual({
+        request_id: r.requestId, project: r.project, api_key_id: r.apiKeyId, client_model: r.clientModel, endpoint: r.endpoint, stream: r.stream, key_prefix: r.keyPrefix ?? null,
+      });
+    }
+  });
+
   it('stores a row without detail as NULL on the first write and on a replay alike', async () => {
     const { store } = db();
     const project = freshProject();

@@ -3,11 +3,12 @@
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { LedgerRow } from '../ledger/row.ts';
 import type { RuntimeKey, UpstreamTarget } from '../snapshot/runtime.ts';
-import { LineBlocks, writeAccessLine } from './access-log.ts';
+import { LineBlocks, msText, writeAccessLine } from './access-log.ts';
 import type { AccessFacts } from './access-log.ts';
 import type { ExchangeCall } from './exchange.ts';
 
@@ -157,5 +158,27 @@ describe('access line blocks', () => {
       closeSync(fd);
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('access line durations', () => {
+  it('writes a duration as the µs-rounded number would print, for any value', () => {
+    const asNumber = (v: number) => String(Math.round(v * 1000) / 1000);
+    fc.assert(
+      fc.property(fc.oneof(fc.double({ min: 0, max: 4e6, noNaN: true }), fc.double(), fc.integer({ min: 0, max: 2 ** 31 }).map((us) => us / 1000)), (v) => {
+        expect(msText(v)).toBe(asNumber(v));
+      }),
+      { numRuns: 20_000 },
+    );
+    for (const v of [0, -0, 0.0004, 0.0005, 0.001, 0.01, 0.1, 1, 1.5, 9.999, 9.9995, 10.05, 2147483.647, 2147483.648, -1.5, Number.NaN, Infinity]) {
+      expect(msText(v)).toBe(asNumber(v));
+    }
+  });
+
+  it('puts it in the line as written', () => {
+    const { log, lines } = capture();
+    writeAccessLine(log, 'info', facts({ call, totalMs: 12.3406, upstreamMs: 0.0004, overheadMs: 7.01 }));
+    expect(lines[0]).toContain('"latencyMs":12.341,');
+    expect(JSON.parse(lines[0])).toMatchObject({ latencyMs: 12.341, upstreamMs: 0, overheadMs: 7.01 });
   });
 });
