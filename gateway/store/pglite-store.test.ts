@@ -1,7 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { openPgliteStore } from './pglite-store.ts';
 
 const STORE = fileURLToPath(new URL('./pglite-store.ts', import.meta.url));
 
@@ -28,5 +31,21 @@ describe.runIf(existsSync('/proc/thread-self'))('PGlite store threads', () => {
     expect(lowered.map((t) => t.name)).toEqual(['WorkerThread']);
     expect(lowered[0].nice).toBe(Math.min(19, main.nice + 10));
     expect(threads.filter((t) => t.name === 'libuv-worker').length).toBeGreaterThan(0);
+  });
+});
+
+describe('PGlite data directory', () => {
+  // A first boot runs initdb in its own process (pglite-store.ts): page checksums cost CPU on every page written
+  // and read, and Postgres 18 turns them on unless told not to.
+  it('is created without page checksums', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pglite-initdb-'));
+    const store = await openPgliteStore(join(dir, 'data'));
+    try {
+      const { rows } = await store.query<{ data_checksums: string }>('SHOW data_checksums');
+      expect(rows).toEqual([{ data_checksums: 'off' }]);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -33,6 +33,12 @@ const START_PARAMS = [
   '-c', 'temp_buffers=2MB',
 ];
 
+// initdb's options (a first boot only; a directory made before keeps what it has). Postgres 18 turned page checksums
+// on by default: every page written computes one and every page read checks it, in WebAssembly here. PGlite already
+// runs with fsync off, so a torn or lost page after a host crash is not something a checksum would save; the ledger's
+// rows are safe in the journal until committed (docs/adr/0015, addendum on the ledger's cost per row).
+const INITDB_PARAMS = ['--no-data-checksums'];
+
 if (!parentPort) {
   // The first boot's init process: it goes when the gateway does (exit, crash, kill -9), ignores the Ctrl-C that
   // reaches the whole process group, and says who owns the directory meanwhile (pglite-store.ts waits for it).
@@ -55,7 +61,7 @@ try {
 
 try {
   // PGlite turns int8 into number/BigInt; keep it a string as pg does, so callers see one shape.
-  const db = await PGlite.create({ dataDir, startParams: START_PARAMS, parsers: { [types.INT8]: (v: string) => v } });
+  const db = await PGlite.create({ dataDir, startParams: START_PARAMS, initDbStartParams: INITDB_PARAMS, parsers: { [types.INT8]: (v: string) => v } });
   if (initOnly) {
     await db.close();
     send({ id: 0, ok: true });
