@@ -132,21 +132,6 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(before.rows.map((r) => (r as { request_count: string }).request_count)).toEqual(['30', '20']);
   });
 
-  it('stores every row of a batch whose COPY text is built over several turns, none twice', async () => {
-    const { store } = db();
-    const project = freshProject();
-    // 64 rows a turn: 197 spans four turns with a partial last one.
-    const batch = Array.from({ length: 197 }, (_, i) => ledgerRow({ project, occurredAt: T0 + i, input: i + 1 }));
-    expect(await writeUsageBatch(store, batch)).toBe(197);
-    const { rows } = await store.query<{ n: string; sum: string; distinct: string }>(
-      'SELECT count(*) AS n, sum(input) AS sum, count(DISTINCT request_id) AS distinct FROM usage_events WHERE project = $1',
-      [project],
-    );
-    expect(rows).toEqual([{ n: '197', sum: String((197 * 198) / 2), distinct: '197' }]);
-    const rollup = await store.query<{ request_count: string; input: string }>('SELECT request_count, input FROM usage_hourly WHERE project = $1', [project]);
-    expect(rollup.rows).toEqual([{ request_count: '197', input: String((197 * 198) / 2) }]);
-  });
-
   it('counts a request id repeated inside one batch once', async () => {
     const { store } = db();
     const project = freshProject();

@@ -150,7 +150,7 @@ async function writeInto(q: Queryable, rows: readonly LedgerRow[], table: string
   // transaction a failure would abort it: ON CONFLICT from the start.
   const outside = 'transaction' in q;
   if (outside && (q.copyIn !== undefined || q.copyQuery !== undefined)) {
-    const fresh = await freshBatch(rows);
+    const fresh = freshBatch(rows);
     if (fresh !== undefined) {
       try {
         if (q.copyIn !== undefined) await q.copyIn(freshScript(table, 'STDIN', fresh.deltas), fresh.data);
@@ -199,16 +199,16 @@ const FIRST_ISO_MS = -62_135_596_800_000;
 const END_ISO_MS = 253_402_300_800_000;
 
 /** The batch as COPY text for the table itself, and its rollup deltas; undefined when it must take the statement. */
-async function freshBatch(rows: readonly LedgerRow[]): Promise<{ data: string; deltas: string } | undefined> {
+function freshBatch(rows: readonly LedgerRow[]): { data: string; deltas: string } | undefined {
   for (const r of rows) if (!(r.occurredAt >= FIRST_ISO_MS && r.occurredAt < END_ISO_MS)) return undefined;
-  let data = await tableCopyText(rows);
+  let data = tableCopyText(rows);
   let storableRows = rows;
   // NUL and lone surrogates: as in replay(), stored as U+FFFD (tableCopyText says so of detail's JSON; a lone
   // surrogate in a text field is raw here, and the encoder would replace it silently, but the deltas must be keyed by
   // what is stored).
   if (data === undefined || data.includes('\u0000') || !data.isWellFormed()) {
     storableRows = rows.map(storable);
-    data = await tableCopyText(storableRows);
+    data = tableCopyText(storableRows);
     if (data === undefined) return undefined;
   }
   const deltas = rollupDeltas(storableRows);
@@ -219,7 +219,7 @@ async function freshBatch(rows: readonly LedgerRow[]): Promise<{ data: string; d
  * COPY text in the table's column order (COLUMNS): occurred_at as ISO text, cache_explicit_read worked out; undefined
  * when a detail's JSON holds what jsonb refuses (a NUL or a lone surrogate, escaped).
  */
-async function tableCopyText(rows: readonly LedgerRow[]): Promise<string | undefined> {
+function tableCopyText(rows: readonly LedgerRow[]): string | undefined {
   // One string grown with +: V8 keeps it a rope and flattens it once (measured faster than a template literal a
   // line and a join, ~0.6 against ~1.5 µs a row).
   let out = '';
@@ -237,11 +237,7 @@ async function tableCopyText(rows: readonly LedgerRow[]): Promise<string | undef
   let same = '';
   let keyPrefix: string | undefined;
   let keyPrefixText = '\\N';
-  for (let i = 0; i < rows.length; i++) {
-    // A whole batch in one turn (250 rows a seal on Postgres at 1,000 req/s, 1,000 on PGlite) held the requests
-    // behind it for 0.6 to 2.7 ms: in the latency tail at a steady rate. A turn per COPY_ROWS_PER_TURN rows.
-    if (i > 0 && i % COPY_ROWS_PER_TURN === 0) await nextTurn();
-    const r = rows[i];
+  for (const r of rows) {
     if (
       r.organization !== org || r.project !== project || r.apiKeyId !== apiKeyId || r.clientModel !== clientModel || r.modelId !== modelId ||
       r.provider !== provider || r.upstreamModel !== upstreamModel || r.endpoint !== endpoint || r.stream !== stream
@@ -273,9 +269,6 @@ async function tableCopyText(rows: readonly LedgerRow[]): Promise<string | undef
   }
   return out;
 }
-
-const COPY_ROWS_PER_TURN = 64;
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** The statement for a table and a source, built once each. */
 const statements = new Map<string, string>();
