@@ -30,6 +30,15 @@ export class DecimalSum {
     return true;
   }
 
+  /** Another sum, from this one's value and scale. */
+  clone(): DecimalSum {
+    const c = new DecimalSum();
+    c.small = this.small;
+    c.big = this.big;
+    c.scale = this.scale;
+    return c;
+  }
+
   /** Adds units / 10^scale, units a safe integer. */
   private addUnits(units: number, scale: number): void {
     if (scale > this.scale) this.rescale(scale);

@@ -56,10 +56,9 @@ export function rollupDeltas(rows: readonly LedgerRow[]): string | undefined {
     s[6] += r.artifacts;
     s[7]++;
     if (g.original === undefined && r.originalCost !== r.costPoints) {
-      // The first row whose original cost differs: the original sum of the rows before it is their cost sum, whose
-      // text reads back as the same units and scale. One sum a row otherwise (no discount is the common case).
-      g.original = new DecimalSum();
-      g.original.add(g.cost.toString());
+      // The first row whose original cost differs: the original sum of the rows before it is their cost sum (same
+      // units and scale). One sum a row otherwise (no discount is the common case).
+      g.original = g.cost.clone();
     }
     if (!g.cost.add(r.costPoints) || (g.original !== undefined && !g.original.add(r.originalCost))) return undefined;
   }
