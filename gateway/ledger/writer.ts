@@ -110,8 +110,8 @@ RETURNING (SELECT count(*) FROM ins) AS inserted`;
 // A batch of new rows, as one script (one implicit transaction): COPY straight into the table, then the rollups
 // from the deltas summed in the writer (rollup-deltas.ts), a few rows where the statement above reads back and
 // groups every row. A key violation (a replay, an id twice in the batch) fails the COPY and so the whole script.
-// `from` is STDIN (Postgres) or '/dev/blob' (PGlite); `deltas` is JSON, inlined as an escape-string literal (a
-// script takes no parameters), in which only backslash and quote need escaping.
+// `from` is STDIN (Postgres) or '/dev/blob', text or binary (PGlite); `deltas` is JSON, inlined as an escape-string
+// literal (a script takes no parameters), in which only backslash and quote need escaping.
 const freshScript = (table: string, from: string, deltas: string) => `COPY ${table} (${COLUMNS}) FROM ${from};
 WITH d AS (${rollupFrom(`E'${deltas.replace(/[\\']/g, (c) => c + c)}'::jsonb`)}),${rollupSql('d', 'sum(request_count)')}`;
 
