@@ -4,6 +4,7 @@ import { freshProject, ledgerRow } from '../../test/support/ledger-rows.ts';
 import { HOUR_MS } from './hour.ts';
 import type { LedgerRow } from './row.ts';
 import { maintainPartitions, partitionName } from '../store/partitions.ts';
+import type { Store } from '../store/store.ts';
 import { writeUsageBatch } from './writer.ts';
 
 const T0 = Date.UTC(2025, 5, 1, 10, 0);
@@ -311,6 +312,52 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
       [row.requestId],
     );
     expect(rows).toEqual([{ client_model: odd, key_prefix: '\\N', detail: { [odd]: [odd, '\\N'] } }]);
+  });
+
+  it('stores the same values whichever way a batch travels: fresh (binary COPY on PGlite) or the statement', async () => {
+    const { store } = db();
+    const project = freshProject();
+    const big = `${'1'.repeat(40)}.${'9'.repeat(30)}`;
+    const variants: Partial<LedgerRow>[] = [
+      { costPoints: '0', originalCost: '0.00' },
+      { costPoints: '0.5', originalCost: '0.50' },
+      { costPoints: '0.000000000001', originalCost: '123456789.1234500' },
+      { costPoints: '10000', originalCost: '99990000.00010000' },
+      { costPoints: big, originalCost: '007.10' },
+      { input: 2 ** 40, output: 12_345_678_901, cacheRead: 7, explicitCache: true, reasoning: 1, artifacts: 2, cacheWrite: 3 },
+      { occurredAt: T0 + 0.9, stream: true, estimated: true },
+      { occurredAt: -1.5 },
+      { occurredAt: -62_135_596_800_000 + 0.7 },
+      { detail: null, attempts: 32767, status: 503, latencyMs: 2147483647, keyPrefix: 'sk_é' },
+      { detail: { s: 'é😀\\ "q"', n: [1.5, -0, 1e21, null, true], o: {} }, status: -32768, latencyMs: 0 },
+      { clientModel: 'tab\tnl\nbs\\ é😀', upstreamModel: '', organization: 'org-x', attempts: undefined },
+    ];
+    // Values binary COPY does not take (that batch goes as COPY text), and money the writer cannot sum (the statement).
+    const textOnly: Partial<LedgerRow>[] = [{ costPoints: '1e-7', originalCost: '.5' }, { costPoints: '1.', originalCost: '+2' }, { costPoints: '-0.5', originalCost: '-0.00' }];
+    const rows = (prefix: string, vs: Partial<LedgerRow>[], from = 0) =>
+      vs.map((v, i) => ledgerRow({ project, requestId: `${prefix}-${String(from + i).padStart(2, '0')}`, occurredAt: T0 + from + i, ...v }));
+    const formats: string[] = [];
+    const spy: Store = {
+      ...store,
+      copyQuery: store.copyQuery && (<T>(script: string, data: string | Uint8Array) => (formats.push(typeof data), store.copyQuery!<T>(script, data))),
+    };
+    expect(await writeUsageBatch(spy, rows(`${project}-fresh`, variants))).toBe(variants.length);
+    expect(await writeUsageBatch(spy, rows(`${project}-fresh`, textOnly, variants.length))).toBe(textOnly.length);
+    if (store.kind === 'pglite') expect(formats).toEqual(['object', 'string']);
+    // In a transaction a batch takes the statement (COPY text staged on PGlite, the jsonb parameter on Postgres).
+    const all = [...variants, ...textOnly];
+    expect(await store.transaction((q) => writeUsageBatch(q, rows(`${project}-stmt`, all)))).toBe(all.length);
+    const read = async (prefix: string) => {
+      const { rows: out } = await store.query<{ r: string }>(
+        `SELECT substr(request_id, length($1) + 1) || ' ' || (e.*)::text AS r FROM usage_events e
+         WHERE request_id LIKE $1 || '%' ORDER BY request_id`,
+        [prefix],
+      );
+      return out.map((o) => o.r.replace(prefix, ''));
+    };
+    const a = await read(`${project}-fresh`);
+    expect(a).toHaveLength(all.length);
+    expect(a).toEqual(await read(`${project}-stmt`));
   });
 
   it('skips a replay inside a transaction too, which it must not abort', async () => {

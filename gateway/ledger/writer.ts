@@ -4,6 +4,7 @@
 // rows already stored and rolls up only those it inserted.
 import { partitionName } from '../store/partitions.ts';
 import type { Queryable } from '../store/store.ts';
+import { copyBinary, NOT_STORABLE } from './copy-binary.ts';
 import { isoTime } from './iso-time.ts';
 import { rollupDeltas, rollupFrom } from './rollup-deltas.ts';
 import { TEXT_FIELDS } from './row.ts';
@@ -109,8 +110,8 @@ RETURNING (SELECT count(*) FROM ins) AS inserted`;
 // A batch of new rows, as one script (one implicit transaction): COPY straight into the table, then the rollups
 // from the deltas summed in the writer (rollup-deltas.ts), a few rows where the statement above reads back and
 // groups every row. A key violation (a replay, an id twice in the batch) fails the COPY and so the whole script.
-// `from` is STDIN (Postgres) or '/dev/blob' (PGlite); `deltas` is JSON, inlined as an escape-string literal (a
-// script takes no parameters), in which only backslash and quote need escaping.
+// `from` is STDIN (Postgres) or '/dev/blob', text or binary (PGlite); `deltas` is JSON, inlined as an escape-string
+// literal (a script takes no parameters), in which only backslash and quote need escaping.
 const freshScript = (table: string, from: string, deltas: string) => `COPY ${table} (${COLUMNS}) FROM ${from};
 WITH d AS (${rollupFrom(`E'${deltas.replace(/[\\']/g, (c) => c + c)}'::jsonb`)}),${rollupSql('d', 'sum(request_count)')}`;
 
@@ -150,11 +151,13 @@ async function writeInto(q: Queryable, rows: readonly LedgerRow[], table: string
   // transaction a failure would abort it: ON CONFLICT from the start.
   const outside = 'transaction' in q;
   if (outside && (q.copyIn !== undefined || q.copyQuery !== undefined)) {
-    const fresh = freshBatch(rows);
+    // PGlite takes binary COPY data (less parsing a row in its WebAssembly); Postgres keeps COPY text.
+    const fresh = freshBatch(rows, q.copyIn === undefined);
     if (fresh !== undefined) {
       try {
-        if (q.copyIn !== undefined) await q.copyIn(freshScript(table, 'STDIN', fresh.deltas), fresh.data);
-        else await q.copyQuery!(freshScript(table, "'/dev/blob'", fresh.deltas), fresh.data);
+        if (q.copyIn !== undefined) await q.copyIn(freshScript(table, 'STDIN', fresh.deltas), fresh.data as string);
+        else if (typeof fresh.data === 'string') await q.copyQuery!(freshScript(table, "'/dev/blob'", fresh.deltas), fresh.data);
+        else await q.copyQuery!(freshScript(table, "'/dev/blob' WITH (FORMAT binary)", fresh.deltas), fresh.data);
         return rows.length;
       } catch (err) {
         if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
@@ -198,9 +201,22 @@ async function replay(q: Queryable, rows: readonly LedgerRow[], table: string, o
 const FIRST_ISO_MS = -62_135_596_800_000;
 const END_ISO_MS = 253_402_300_800_000;
 
-/** The batch as COPY text for the table itself, and its rollup deltas; undefined when it must take the statement. */
-function freshBatch(rows: readonly LedgerRow[]): { data: string; deltas: string } | undefined {
+/**
+ * The batch as COPY data for the table itself (binary when asked and every value converts exactly, else text), and its
+ * rollup deltas; undefined when it must take the statement.
+ */
+function freshBatch(rows: readonly LedgerRow[], binary: boolean): { data: string | Buffer; deltas: string } | undefined {
   for (const r of rows) if (!(r.occurredAt >= FIRST_ISO_MS && r.occurredAt < END_ISO_MS)) return undefined;
+  if (binary) {
+    let storableRows = rows;
+    let bin = copyBinary(rows);
+    // As below: such rows are stored with U+FFFD in place of what Postgres refuses.
+    if (bin === NOT_STORABLE) bin = copyBinary((storableRows = rows.map(storable)));
+    if (bin instanceof Buffer) {
+      const deltas = rollupDeltas(storableRows);
+      return deltas === undefined ? undefined : { data: bin, deltas };
+    }
+  }
   let data = tableCopyText(rows);
   let storableRows = rows;
   // NUL and lone surrogates: as in replay(), stored as U+FFFD (tableCopyText says so of detail's JSON; a lone

@@ -2,7 +2,7 @@
 
 export type PgliteRequest =
   | { id: number; op: 'query'; sql: string; params?: unknown[] }
-  | { id: number; op: 'exec'; sql: string; blob?: string }
+  | { id: number; op: 'exec'; sql: string; blob?: string | Uint8Array }
   | { id: number; op: 'close' };
 
 /** id 0 answers the start (PGlite opened or not). */

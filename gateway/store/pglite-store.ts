@@ -19,7 +19,7 @@ import type { Queryable, Store } from './store.ts';
 const WORKER_URL = new URL('./pglite-worker.ts', import.meta.url);
 
 type Pending = { resolve: (r: PgliteReply & { ok: true }) => void; reject: (e: Error) => void };
-type Op = { op: 'query'; sql: string; params?: unknown[] } | { op: 'exec'; sql: string; blob?: string } | { op: 'close' };
+type Op = { op: 'query'; sql: string; params?: unknown[] } | { op: 'exec'; sql: string; blob?: string | Uint8Array } | { op: 'close' };
 
 /**
  * WebAssembly in this process stays on V8's baseline tier (Liftoff) from here on. The optimising tier recompiles
@@ -200,7 +200,7 @@ export async function openPgliteStore(dataDir?: string): Promise<Store> {
     async exec(sql: string) {
       await call({ op: 'exec', sql });
     },
-    async copyQuery<T>(script: string, data: string) {
+    async copyQuery<T>(script: string, data: string | Uint8Array) {
       return { rows: (await call({ op: 'exec', sql: script, blob: data })).rows as T[] };
     },
   };
@@ -218,7 +218,7 @@ export async function openPgliteStore(dataDir?: string): Promise<Store> {
     kind: 'pglite',
     query: (sql, params) => exclusive(() => direct.query(sql, params)),
     exec: (sql) => exclusive(() => direct.exec(sql)),
-    copyQuery: <T>(script: string, data: string) => exclusive(() => direct.copyQuery!<T>(script, data)),
+    copyQuery: <T>(script: string, data: string | Uint8Array) => exclusive(() => direct.copyQuery!<T>(script, data)),
     transaction: (fn) =>
       exclusive(async () => {
         await direct.exec('BEGIN');

@@ -8,10 +8,11 @@ export interface Queryable {
   /** A script of several statements, no parameters (migrations). */
   exec(sql: string): Promise<void>;
   /**
-   * PGlite only: a script (no parameters) whose `COPY ... FROM '/dev/blob'` reads `data`, run as one implicit
-   * transaction; the rows of its last statement. Loading text through COPY costs less a row than a jsonb parameter.
+   * PGlite only: a script (no parameters) whose `COPY ... FROM '/dev/blob'` reads `data` (text, or bytes for
+   * `FORMAT binary`), run as one implicit transaction; the rows of its last statement. Loading rows through COPY costs
+   * less a row than a jsonb parameter.
    */
-  copyQuery?<T = Record<string, unknown>>(script: string, data: string): Promise<{ rows: T[] }>;
+  copyQuery?<T = Record<string, unknown>>(script: string, data: string | Uint8Array): Promise<{ rows: T[] }>;
   /**
    * Postgres only: a script (no parameters) whose one `COPY ... FROM STDIN` reads `data`, sent as one message and
    * so run as one implicit transaction. COPY loads a row for less than a parameter the statement has to take apart.
