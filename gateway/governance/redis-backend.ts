@@ -13,7 +13,8 @@ import { MemoryBackend } from './memory-backend.ts';
 import { spendTtl } from './periods.ts';
 import { ADD_SPEND, BATCH, RAISE } from './redis-scripts.ts';
 import type { Rule } from './rules.ts';
-import { join, split } from './spend-units.ts';
+import { ReplyCursor } from './redis-reply.ts';
+import { split } from './spend-units.ts';
 
 export type RatesWhenDown = 'local' | 'refuse';
 
@@ -241,8 +242,8 @@ export class RedisBackend implements CounterBackend {
     let at = 0;
     for (let i = 0; i < b.ops.length; i++) {
       const op = b.ops[i];
-      if (op.kind === 'A') op.resolve(this.verdict(op.a, res[at++].split(' ')));
-      else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, res[at++].split(' ')));
+      if (op.kind === 'A') op.resolve(this.verdict(op.a, CURSOR.reset(res[at++])));
+      else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, CURSOR.reset(res[at++])));
     }
   }
 
@@ -255,25 +256,23 @@ export class RedisBackend implements CounterBackend {
     } else void this.local.peek(op.rules, op.spendKeys, op.now).then(op.resolve);
   }
 
-  private verdict(a: AdmitInput, res: string[]): Verdict {
+  private verdict(a: AdmitInput, res: ReplyCursor): Verdict {
     const n = a.rules.length;
-    const v: Verdict = { ok: res[0] === '1', refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
+    const v: Verdict = { ok: res.number() === 1, refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
     if (!v.ok) {
-      v.refused = Number(res[1]);
-      v.retryAfterMs = Number(res[2]);
+      v.refused = res.number();
+      v.retryAfterMs = res.number();
       return v;
     }
     for (let i = 0; i < n; i++) {
-      const x = res[2 * i + 1];
-      const y = res[2 * i + 2];
       if (a.rules[i].kind === 'budget') {
-        v.spent[i] = join(x, y) + a.reserve;
+        v.spent[i] = res.spend() + a.reserve;
         v.resetMs[i] = 0;
         // The local view follows Redis, so a later outage starts from what all pods had spent.
         this.local.spend.set(a.spendKeys[i]!, v.spent[i]);
       } else {
-        v.remaining[i] = Number(x);
-        v.resetMs[i] = Number(y);
+        v.remaining[i] = res.number();
+        v.resetMs[i] = res.number();
       }
     }
     return v;
@@ -401,17 +400,19 @@ export class RedisBackend implements CounterBackend {
 }
 
 const ZERO: readonly [string, string] = ['0', '0'];
+// Answers are read one at a time, synchronously: one cursor serves them all.
+const CURSOR = new ReplyCursor();
 const MAX_OPS = 256;
 
-function peekVerdict(rules: readonly Rule[], res: string[]): Verdict {
+function peekVerdict(rules: readonly Rule[], res: ReplyCursor): Verdict {
   const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], spent: [], resetMs: [] };
   for (let i = 0; i < rules.length; i++) {
     if (rules[i].kind === 'budget') {
-      v.spent[i] = join(res[2 * i], res[2 * i + 1]);
+      v.spent[i] = res.spend();
       v.resetMs[i] = 0;
     } else {
-      v.remaining[i] = Number(res[2 * i]);
-      v.resetMs[i] = Number(res[2 * i + 1]);
+      v.remaining[i] = res.number();
+      v.resetMs[i] = res.number();
     }
   }
   return v;
