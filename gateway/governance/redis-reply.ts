@@ -1,5 +1,6 @@
-// Reads the batch script's space-separated answer strings (redis-scripts.ts) field by field, without splitting them:
-// a 13-rule admission's answer has 27 fields, and splitting made an array and a string per field for every request.
+// Reads the batch script's answers (redis-scripts.ts: one space-separated string per admission or read) field by
+// field, without splitting them: a 13-rule admission's answer has 27 fields, and splitting made an array and a
+// string per field for every request.
 import { join } from './spend-units.ts';
 
 /** Walks one answer string: each call returns the next field and moves past it. */
@@ -50,16 +51,12 @@ export class ReplyCursor {
 
   /** The next two fields as a spend counter: whole points and femtopoints (spend-units.ts split). */
   spend(): bigint {
-    const s = this.text;
     const start = this.at;
-    const mid = s.indexOf(' ', start);
-    // A counter below one point (the usual case): its femtopoints alone, read as a number (exact below 10^15).
-    if (mid === start + 1 && s.charCodeAt(start) === 48) {
-      this.at = mid + 1;
-      const f = this.number();
-      if (Number.isSafeInteger(f)) return BigInt(f);
-      return join('0', this.lastField());
-    }
+    const w = this.number();
+    const f = this.number();
+    // Both exact as numbers (the usual case: femtopoints are below 10^15, whole points few): no text parsed.
+    if (Number.isSafeInteger(w) && Number.isSafeInteger(f)) return w === 0 ? BigInt(f) : join(w, f);
+    this.at = start;
     const whole = this.field();
     return join(whole, this.field());
   }
@@ -71,14 +68,6 @@ export class ReplyCursor {
     let end = s.indexOf(' ', start);
     if (end < 0) end = s.length;
     this.at = end + 1;
-    return s.slice(start, end);
-  }
-
-  /** The field just read by `number`, as text (its value was not an exact integer). */
-  private lastField(): string {
-    const s = this.text;
-    const end = this.at - 1;
-    const start = s.lastIndexOf(' ', end - 1) + 1;
     return s.slice(start, end);
   }
 }
