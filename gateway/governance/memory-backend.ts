@@ -10,7 +10,7 @@ interface Cell {
 }
 
 /** One budget counter's spend (femtopoints). */
-interface SpendCell {
+export interface SpendCell {
   v: bigint;
 }
 

@@ -10,10 +10,12 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AdmitInput, CounterBackend, SettleInput, Verdict } from './backend.ts';
 import { MemoryBackend } from './memory-backend.ts';
+import type { SpendCell } from './memory-backend.ts';
 import { spendTtl } from './periods.ts';
 import { ADD_SPEND, BATCH, RAISE } from './redis-scripts.ts';
 import type { Rule } from './rules.ts';
-import { join, split } from './spend-units.ts';
+import { ReplyCursor } from './redis-reply.ts';
+import { split } from './spend-units.ts';
 
 export type RatesWhenDown = 'local' | 'refuse';
 
@@ -32,6 +34,12 @@ export interface RedisBackendOptions {
   onBatch?: (admissions: number) => void;
   /** Called on every change of degraded state (metrics). */
   onDegraded?: (degraded: boolean) => void;
+}
+
+/** The script commands with lists as arguments and answers as bytes (ioredis' *Buffer variants). */
+interface RawScripts {
+  evalshaBuffer(sha: string, keys: string, ...args: string[][]): Promise<unknown>;
+  evalBuffer(text: string, keys: string, ...args: string[][]): Promise<unknown>;
 }
 
 interface Script {
@@ -54,10 +62,12 @@ interface Prebuilt {
   specs: string;
   /** Whether a settlement touches anything (tpm, concurrency, budget): rpm-only lists settle nothing. */
   settles: boolean;
+  /** Parallel to the rules: a budget's counter in the local view (kept following Redis), undefined for others. */
+  spend: (SpendCell | undefined)[];
 }
 
 type Op =
-  | { kind: 'A'; a: AdmitInput; resolve: (v: Verdict) => void }
+  | { kind: 'A'; a: AdmitInput; p: Prebuilt; resolve: (v: Verdict) => void }
   | { kind: 'S'; s: SettleInput }
   | { kind: 'P'; rules: readonly Rule[]; spendKeys: readonly (string | undefined)[]; now: number; resolve: (v: Verdict) => void };
 
@@ -180,13 +190,16 @@ export class RedisBackend implements CounterBackend {
         specs.push(`${r.kind === 'rpm' ? 'r' : r.kind === 'tpm' ? 't' : 'c'}:${r.limit}:0:0`);
       }
     }
-    return { keys, specs: specs.join(' '), settles: rules.some((r) => r.kind !== 'rpm') };
+    return { keys, specs: specs.join(' '), settles: rules.some((r) => r.kind !== 'rpm'), spend: spendKeys.map((k) => (k === undefined ? undefined : this.local.spend.cell(k))) };
   }
 
   private run(s: Script, keys: string[], argv: string[]): Promise<unknown> {
-    return this.client.evalsha(s.sha, keys.length, ...keys, ...argv).catch((err: unknown) => {
+    // ioredis flattens array arguments (documented): the lists go as they are, not spread into a call's arguments.
+    const client = this.client as unknown as RawScripts;
+    const n = String(keys.length);
+    return client.evalshaBuffer(s.sha, n, keys, argv).catch((err: unknown) => {
       if (!String((err as Error).message).startsWith('NOSCRIPT')) throw err;
-      return this.client.eval(s.text, keys.length, ...keys, ...argv);
+      return client.evalBuffer(s.text, n, keys, argv);
     });
   }
 
@@ -222,10 +235,11 @@ export class RedisBackend implements CounterBackend {
   };
 
   private async send(b: Batch): Promise<void> {
-    let res: string[];
+    let res: Buffer[];
     try {
       if (this.client.status !== 'ready') throw new Error('not connected');
-      res = (await this.run(S_BATCH, b.keys, b.argv)) as string[];
+      // The answers as Redis sent them (bytes): ioredis would decode them as UTF-8.
+      res = (await this.run(S_BATCH, b.keys, b.argv)) as Buffer[];
     } catch (err) {
       if (b.admissions > 0) this.log?.warn({ err: (err as Error).message }, 'redis admission failed; served from the local view');
       this.setDegraded(true, 'command failed');
@@ -241,8 +255,9 @@ export class RedisBackend implements CounterBackend {
     let at = 0;
     for (let i = 0; i < b.ops.length; i++) {
       const op = b.ops[i];
-      if (op.kind === 'A') op.resolve(this.verdict(op.a, res[at++].split(' ')));
-      else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, res[at++].split(' ')));
+      // Latin-1: the answers are ASCII, and it is the cheapest decoding (one string per answer, read in place).
+      if (op.kind === 'A') op.resolve(verdict(op.a, op.p, CURSOR.reset(res[at++].toString('latin1'))));
+      else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, CURSOR.reset(res[at++].toString('latin1'))));
     }
   }
 
@@ -255,30 +270,6 @@ export class RedisBackend implements CounterBackend {
     } else void this.local.peek(op.rules, op.spendKeys, op.now).then(op.resolve);
   }
 
-  private verdict(a: AdmitInput, res: string[]): Verdict {
-    const n = a.rules.length;
-    const v: Verdict = { ok: res[0] === '1', refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
-    if (!v.ok) {
-      v.refused = Number(res[1]);
-      v.retryAfterMs = Number(res[2]);
-      return v;
-    }
-    for (let i = 0; i < n; i++) {
-      const x = res[2 * i + 1];
-      const y = res[2 * i + 2];
-      if (a.rules[i].kind === 'budget') {
-        v.spent[i] = join(x, y) + a.reserve;
-        v.resetMs[i] = 0;
-        // The local view follows Redis, so a later outage starts from what all pods had spent.
-        this.local.spend.set(a.spendKeys[i]!, v.spent[i]);
-      } else {
-        v.remaining[i] = Number(x);
-        v.resetMs[i] = Number(y);
-      }
-    }
-    return v;
-  }
-
   admit(a: AdmitInput): Verdict | Promise<Verdict> {
     if (this.client.status !== 'ready') return this.admitLocally(a);
     const p = this.prebuilt(a.rules, a.spendKeys);
@@ -287,7 +278,7 @@ export class RedisBackend implements CounterBackend {
     // Fields are space-separated: a lease is "pod:sequence" (governor.ts), never a space in it.
     b.argv.push(`A ${b.list(p)} ${a.now} ${a.lease} ${a.leaseMs} ${a.tokens} ${rw} ${rf}`);
     b.admissions++;
-    return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'A', a, resolve }));
+    return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'A', a, p, resolve }));
   }
 
   private admitLocally(a: AdmitInput): Verdict {
@@ -350,8 +341,8 @@ export class RedisBackend implements CounterBackend {
       return;
     }
     // The local view keeps the exact spend too (concurrency and tokens there belong to local admissions only).
-    if (s.spendDelta !== 0n) for (let i = 0; i < s.rules.length; i++) if (s.rules[i].kind === 'budget') this.local.spend.set(s.spendKeys[i]!, this.local.spent(s.spendKeys[i]!) + s.spendDelta);
     const p = this.prebuilt(s.rules, s.spendKeys);
+    if (s.spendDelta !== 0n) for (let i = 0; i < p.spend.length; i++) if (p.spend[i] !== undefined) p.spend[i]!.v += s.spendDelta;
     if (!p.settles) return;
     if (this.client.status !== 'ready') {
       // Never sent: the spend is added on recovery (the slot expires with its lease).
@@ -401,17 +392,42 @@ export class RedisBackend implements CounterBackend {
 }
 
 const ZERO: readonly [string, string] = ['0', '0'];
+// Answers are read one at a time, synchronously: one cursor serves them all.
+const CURSOR = new ReplyCursor();
 const MAX_OPS = 256;
 
-function peekVerdict(rules: readonly Rule[], res: string[]): Verdict {
+/** An admission's verdict from its answer; the local view's budget counters follow what Redis answered. */
+function verdict(a: AdmitInput, p: Prebuilt, res: ReplyCursor): Verdict {
+  const n = a.rules.length;
+  const v: Verdict = { ok: res.number() === 1, refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
+  if (!v.ok) {
+    v.refused = res.number();
+    v.retryAfterMs = res.number();
+    return v;
+  }
+  for (let i = 0; i < n; i++) {
+    if (a.rules[i].kind === 'budget') {
+      v.spent[i] = res.spend() + a.reserve;
+      v.resetMs[i] = 0;
+      // The local view follows Redis, so a later outage starts from what all pods had spent.
+      p.spend[i]!.v = v.spent[i];
+    } else {
+      v.remaining[i] = res.number();
+      v.resetMs[i] = res.number();
+    }
+  }
+  return v;
+}
+
+function peekVerdict(rules: readonly Rule[], res: ReplyCursor): Verdict {
   const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: [], spent: [], resetMs: [] };
   for (let i = 0; i < rules.length; i++) {
     if (rules[i].kind === 'budget') {
-      v.spent[i] = join(res[2 * i], res[2 * i + 1]);
+      v.spent[i] = res.spend();
       v.resetMs[i] = 0;
     } else {
-      v.remaining[i] = Number(res[2 * i]);
-      v.resetMs[i] = Number(res[2 * i + 1]);
+      v.remaining[i] = res.number();
+      v.resetMs[i] = res.number();
     }
   }
   return v;

@@ -49,13 +49,20 @@ async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDow
 // The governor sets its headers on the fastify reply; these tests read them from a stand-in.
 const reply = () => ({ header: () => undefined }) as unknown as FastifyReply;
 
+/** The script command the backend sends through (answers as bytes; not in ioredis' types). */
+interface Raw {
+  evalshaBuffer: (...args: unknown[]) => Promise<unknown>;
+}
+
 /** Records each script call the backend sends: its admissions and settlements (one argument each) and its keys. */
 function countCalls(b: RedisBackend): { admit: number; settle: number; keys: number }[] {
   const calls: { admit: number; settle: number; keys: number }[] = [];
-  const evalsha = b.client.evalsha.bind(b.client) as (...args: unknown[]) => Promise<unknown>;
-  (b.client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = (...args: unknown[]) => {
-    const keys = Number(args[1]);
-    const ops = (args.slice(2 + keys) as string[]).map((a) => a[0]);
+  const evalsha = (b.client as unknown as Raw).evalshaBuffer.bind(b.client);
+  (b.client as unknown as Raw).evalshaBuffer = (...args: unknown[]) => {
+    // The backend passes its key and argument lists as arrays (ioredis flattens them).
+    const flat = args.flat();
+    const keys = Number(flat[1]);
+    const ops = (flat.slice(2 + keys) as string[]).map((a) => a[0]);
     calls.push({ admit: ops.filter((o) => o === 'A').length, settle: ops.filter((o) => o === 'S').length, keys });
     return evalsha(...args);
   };
@@ -229,10 +236,11 @@ describe('redis backend', () => {
     const b = await backend();
     const g = new Governor({ backend: b });
     // The next call that carries a settlement runs in Redis, then fails as a dropped connection would.
-    const evalsha = b.client.evalsha.bind(b.client) as (...args: unknown[]) => Promise<unknown>;
+    const evalsha = (b.client as unknown as Raw).evalshaBuffer.bind(b.client);
     let mode: 'ran' | 'not-run' | undefined;
-    (b.client as unknown as { evalsha: (...args: unknown[]) => Promise<unknown> }).evalsha = async (...args: unknown[]) => {
-      const settles = (args.slice(2 + Number(args[1])) as string[]).some((a) => a[0] === 'S');
+    (b.client as unknown as Raw).evalshaBuffer = async (...args: unknown[]) => {
+      const flat = args.flat();
+      const settles = (flat.slice(2 + Number(flat[1])) as string[]).some((a) => a[0] === 'S');
       const m = settles ? mode : undefined;
       if (m) mode = undefined;
       if (m === 'not-run') throw new Error('Connection is closed.');
