@@ -205,11 +205,7 @@ async function relayJson(deps: RelayDeps, ticket: Ticket | undefined, call: Rela
   tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
   const row = charge(call, target, usage, undefined, attempts, res.statusCode, reply.elapsedTime);
-  // bill() written out: this path awaits the journal's promise itself, not a promise of an async call around it.
-  const at = performance.now();
-  await deps.ledger.append(row);
-  ticket?.charged(row);
-  tel.billed(row, at);
+  await bill(deps, ticket, tel, row);
   if (gone()) return;
   if (call.convert) {
     buf = Buffer.from(JSON.stringify(call.convert.json(parsed)));
