@@ -8,8 +8,7 @@ import { lookupKey } from './key-cache.ts';
 /** The presented credential: Authorization: Bearer, x-api-key, and on the gemini path x-goog-api-key or ?key=. */
 export function presentedKey(headers: IncomingHttpHeaders, geminiKey?: string): string | undefined {
   const auth = headers.authorization;
-  // The usual spelling is matched without building a lower-cased copy; the scheme is case-insensitive all the same.
-  if (typeof auth === 'string' && auth.length > 7 && (auth.startsWith('Bearer ') || auth.slice(0, 7).toLowerCase() === 'bearer ')) return auth.slice(7).trim();
+  if (typeof auth === 'string' && auth.length > 7 && auth.slice(0, 7).toLowerCase() === 'bearer ') return auth.slice(7).trim();
   const x = headers['x-api-key'];
   if (typeof x === 'string' && x) return x.trim();
   if (geminiKey !== undefined) return geminiKey;
