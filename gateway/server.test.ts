@@ -1,4 +1,4 @@
-// The server's one onRequest hook: telemetry attached first, then the draining refusal, then the body deadline.
+// The server's onRequest hooks: telemetry attached first, then the draining refusal, then the body deadline.
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';

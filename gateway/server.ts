@@ -73,23 +73,16 @@ export function buildServer(ctx: GatewayContext, opts: ServerOptions): FastifyIn
   });
   // Every body arrives as raw bytes: routes parse what they need and forward the rest untouched.
   rememberRouteUrls(app);
-  const attachTelemetry = instrumentServer(app, opts.telemetry);
+  instrumentServer(app, opts.telemetry);
   const routes = new RouteTable();
   routes.watch(app);
   if (opts.onRoute) app.addHook('onRoute', opts.onRoute);
-  const armBodyTimeout = bodyTimeouts(familyOf, timeouts);
-  // One hook for the three things every request needs first (fastify dispatches each hook apart): telemetry (so a
-  // refused request is counted and logged too), the draining refusal, and the body's deadline.
   app.addHook('onRequest', (req, reply, done) => {
-    if (attachTelemetry !== undefined) attachTelemetry(req, reply);
-    if (ctx.draining.value) {
-      const r = renderError(familyOf(req.url), new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.'), req.id);
-      void reply.code(r.status).header('content-type', r.contentType).header('connection', 'close').send(r.body);
-      return;
-    }
-    armBodyTimeout(req, reply);
-    done();
+    if (!ctx.draining.value) return done();
+    const r = renderError(familyOf(req.url), new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.'), req.id);
+    void reply.code(r.status).header('content-type', r.contentType).header('connection', 'close').send(r.body);
   });
+  bodyTimeouts(app, familyOf, timeouts);
   app.removeAllContentTypeParsers();
   const asBuffer = (_req: unknown, body: Buffer, done: (err: null, body: Buffer) => void) => done(null, body);
   app.addContentTypeParser('*', { parseAs: 'buffer' }, asBuffer);

@@ -61,20 +61,20 @@ export interface BodyTimeouts {
  * (and at most 0.5 s) late. Per request this is one list entry and two listeners shared by every request (they find
  * the entry on the request): no closure each.
  */
-export function bodyTimeouts(familyOf: FamilyOf, t: BodyTimeouts): (req: FastifyRequest, reply: FastifyReply) => void {
+export function bodyTimeouts(app: FastifyInstance, familyOf: FamilyOf, t: BodyTimeouts): void {
   const expired = (reply: FastifyReply, ms: number) => bodyTimedOut(reply.request, reply, familyOf, ms);
   const json = new Deadlines<FastifyReply>(t.jsonMs, expired);
   const upload = new Deadlines<FastifyReply>(t.uploadMs, expired);
-  // Called from the server's one onRequest hook.
-  return (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     const raw = req.raw as BodyTimed;
     const h = raw.headers;
-    if (raw.complete || (h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0'))) return;
+    if (raw.complete || (h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0'))) return done();
     raw[BODY_DEADLINE] = ((routeUrl(req) ?? '').endsWith('/images/edits') ? upload : json).add(reply);
     // Left attached (the request is done with either): a second call finds no deadline.
     raw.on('end', clearBodyDeadline);
     raw.on('close', clearBodyDeadline);
-  };
+    done();
+  });
 }
 
 const BODY_DEADLINE = Symbol('tollgate.bodyDeadline');

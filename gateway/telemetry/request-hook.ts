@@ -11,20 +11,18 @@ declare module 'fastify' {
   }
 }
 
-/**
- * Call once on the root instance, before routes are registered. Returns what attaches telemetry to a request, for the
- * server's one onRequest hook (one hook dispatch a request, not one per concern); telemetry off: undefined.
- */
-export function instrumentServer(app: FastifyInstance, t: Telemetry | undefined): ((req: FastifyRequest, reply: FastifyReply) => void) | undefined {
+/** Call once on the root instance, before routes are registered. Telemetry off: nothing is attached. */
+export function instrumentServer(app: FastifyInstance, t: Telemetry | undefined): void {
   app.decorateRequest('telemetry', null);
-  if (!t?.enabled) return undefined;
+  if (!t?.enabled) return;
   if (t.tracer) rememberParsedBodies();
-  return (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     const x = new LiveExchange(t, req, reply.raw);
     req.telemetry = x;
     // 'close' comes for every response: finished, hijacked (streams skip onResponse when the client leaves), or cut.
     reply.raw.on('close', x.onClose);
-  };
+    done();
+  });
 }
 
 /** The request's telemetry, or one that does nothing. */
