@@ -84,7 +84,6 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   const admission = deps.governor?.admit(call, reply);
   // In-process counters answer synchronously: no await (and no microtask) then.
   const ticket = admission instanceof Promise ? await admission : admission;
-  if (ticket) deps = governed(deps, ticket);
   const controller = new AbortSwitch();
   deps.inflight?.add(controller);
   const totalMs = call.targets[0].provider.timeouts.totalMs;
@@ -136,13 +135,13 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
     const target = current!;
     if (res.statusCode >= 400) return await upstreamErrorReply(deps, res, reply, call, target);
     const contentType = String(res.headers['content-type'] ?? '');
-    if (!contentType.includes('text/event-stream')) await relayJson(deps, call, target, res, reply, gone, attempts);
-    else if (res.streamedUpload) await new Promise<void>((resolve, reject) => relayStream(deps, call, target, res, reply, gone, controller, attempts, (ok, err) => (ok ? resolve() : reject(err as Error))));
+    if (!contentType.includes('text/event-stream')) await relayJson(deps, ticket, call, target, res, reply, gone, attempts);
+    else if (res.streamedUpload) await new Promise<void>((resolve, reject) => relayStream(deps, ticket, call, target, res, reply, gone, controller, attempts, (ok, err) => (ok ? resolve() : reject(err as Error))));
     else {
       // A held stream does not keep this call's and its route's suspended frames (and their pending awaits) alive
       // for its whole life: the route returns now (the reply is hijacked) and the stream's end finishes the relay.
       // A streamed upload is still awaited: its route discards the upload only once the exchange is over.
-      relayStream(deps, call, target, res, reply, gone, controller, attempts, (ok, err) => {
+      relayStream(deps, ticket, call, target, res, reply, gone, controller, attempts, (ok, err) => {
         if (!ok) fail(err);
         finish();
       });
@@ -177,19 +176,7 @@ function timeUp(controller: AbortSwitch): void {
   controller.abort(new TimeoutError());
 }
 
-/** The ledger sink that also tells the ticket the exact charge (a governed request only). */
-function governed(deps: RelayDeps, ticket: Ticket): RelayDeps {
-  const sink = deps.ledger;
-  return {
-    ...deps,
-    ledger: {
-      // The exact charge settles the ticket once the row is recorded (an unrecorded answer is withheld, not billed).
-      append: (row) => sink.append(row).then(() => ticket.charged(row)),
-    },
-  };
-}
-
-async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, attempts: number): Promise<void> {
+async function relayJson(deps: RelayDeps, ticket: Ticket | undefined, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, attempts: number): Promise<void> {
   const tel = telemetryOf(reply);
   let buf: Buffer;
   try {
@@ -199,7 +186,7 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
     // A deadline while the body is read is a timeout (504); a cut after the headers, a broken answer.
     if (!gone()) throw isTimeout(err) ? upstreamError(err, target.provider.id) : new GatewayError('upstream_unavailable', `The upstream provider "${target.provider.id}" broke off its answer.`);
     // The client left and the provider cut us off too: bill the request side we know.
-    await bill(deps, tel, charge(call, target, estimateUsage(call.requestBytes, 0), undefined, attempts, res.statusCode, reply.elapsedTime));
+    await bill(deps, ticket, tel, charge(call, target, estimateUsage(call.requestBytes, 0), undefined, attempts, res.statusCode, reply.elapsedTime));
     return;
   }
   // Pass-through answers go out as the upstream sent them: unless something needs the whole parsed body (a
@@ -212,13 +199,13 @@ async function relayJson(deps: RelayDeps, call: RelayCall, target: UpstreamTarge
     tel.upstreamDone(undefined, failure);
     // ...but when the broken body still states the provider's usage, the provider billed it: that spend is recorded.
     const spent = reportedUsage(call, buf);
-    if (spent) await bill(deps, tel, unbilledAttempt(charge(call, target, spent, undefined, attempts), failure.kind));
+    if (spent) await bill(deps, ticket, tel, unbilledAttempt(charge(call, target, spent, undefined, attempts), failure.kind));
     throw failure;
   }
   tel.upstreamDone(parsed);
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
   const row = charge(call, target, usage, undefined, attempts, res.statusCode, reply.elapsedTime);
-  await bill(deps, tel, row);
+  await bill(deps, ticket, tel, row);
   if (gone()) return;
   if (call.convert) {
     buf = Buffer.from(JSON.stringify(call.convert.json(parsed)));
@@ -254,10 +241,14 @@ export function unbilledAttempt(row: LedgerRow, reason: string): LedgerRow {
   return { ...row, costPoints: '0', originalCost: '0', detail: { failedAttempt: reason, unbilledCostPoints: row.costPoints, usage: row.detail ?? null } };
 }
 
-/** Journals the row (rejects with `ledger_unavailable` when it is not recorded), then tells telemetry. */
-async function bill(deps: RelayDeps, tel: Exchange, row: LedgerRow): Promise<void> {
+/**
+ * Journals the row (rejects with `ledger_unavailable` when it is not recorded), then tells a governed request's ticket
+ * the exact charge (an unrecorded answer is withheld, not billed) and telemetry.
+ */
+async function bill(deps: RelayDeps, ticket: Ticket | undefined, tel: Exchange, row: LedgerRow): Promise<void> {
   const at = performance.now();
   await deps.ledger.append(row);
+  ticket?.charged(row);
   tel.billed(row, at);
 }
 
@@ -298,7 +289,7 @@ type StreamDone = (ok: boolean, err?: unknown) => void;
  * is over and its row journaled (or refused). While the stream is held, all it keeps is one StreamRelay: no closures,
  * no pending promises, and nothing of the route's parse of the request.
  */
-function relayStream(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, controller: AbortSwitch, attempts: number, done: StreamDone): void {
+function relayStream(deps: RelayDeps, ticket: Ticket | undefined, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, controller: AbortSwitch, attempts: number, done: StreamDone): void {
   const raw: ServerResponse = reply.raw;
   reply.hijack();
   // Headers set on the reply before (the governor's rate limits) go out first, as fastify would have sent them.
@@ -317,7 +308,7 @@ function relayStream(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, r
   call.fallback = undefined;
   // The same for the client's body as fastify read it (telemetry reads it when an attempt starts, never after).
   (reply.request as { body?: unknown }).body = undefined;
-  const s = new StreamRelay(deps, call, target, res, reply, gone, controller, attempts, done);
+  const s = new StreamRelay(deps, ticket, call, target, res, reply, gone, controller, attempts, done);
   res.body.pipe(s);
   // The head leaves with the first chunk. When none came with the upstream's head, it goes alone one turn of the event
   // loop later, so the client sees the stream open: a first chunk read meanwhile still takes it along in one write.
@@ -353,6 +344,7 @@ class StreamRelay implements BodySink {
   private failure: GatewayError | undefined;
 
   private readonly deps: RelayDeps;
+  private readonly ticket: Ticket | undefined;
   private readonly call: RelayCall;
   private readonly target: UpstreamTarget;
   private readonly reply: FastifyReply;
@@ -361,8 +353,9 @@ class StreamRelay implements BodySink {
   private readonly attempts: number;
   private readonly done: StreamDone;
 
-  constructor(deps: RelayDeps, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, controller: AbortSwitch, attempts: number, done: StreamDone) {
+  constructor(deps: RelayDeps, ticket: Ticket | undefined, call: RelayCall, target: UpstreamTarget, res: UpstreamResponse, reply: FastifyReply, gone: () => boolean, controller: AbortSwitch, attempts: number, done: StreamDone) {
     this.deps = deps;
+    this.ticket = ticket;
     this.call = call;
     this.target = target;
     this.reply = reply;
@@ -442,7 +435,7 @@ class StreamRelay implements BodySink {
   private record(): Promise<void> {
     const meter = this.tap.meter;
     const usage = streamUsage(meter.usage(), meter.done, meter, this.call.requestBytes);
-    return bill(this.deps, this.tel, charge(this.call, this.target, usage, undefined, this.attempts, this.status, this.reply.elapsedTime));
+    return bill(this.deps, this.ticket, this.tel, charge(this.call, this.target, usage, undefined, this.attempts, this.status, this.reply.elapsedTime));
   }
 
   private async finish(ended: Error | undefined): Promise<void> {
