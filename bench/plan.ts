@@ -55,7 +55,7 @@ export const FULL: BenchPlan = {
   reportRepeats: 50,
   profileSeconds: 8,
   limitsRequests: 200,
-  limitsRounds: 150,
+  limitsRounds: 300,
   limitsRateRounds: 3,
   limitsRateSeconds: 8,
   limitsInstrRequests: 0,
