@@ -3,6 +3,7 @@
 // and integer values arrive ready-made instead of each through its text parser (WebAssembly on the baseline tier).
 // Only what converts exactly is written here; anything else answers undefined and the batch goes as COPY text, whose
 // parsers then accept or refuse it as before.
+import { sameRoute } from './row.ts';
 import type { LedgerRow } from './row.ts';
 
 /** The batch holds text Postgres refuses (a NUL, a lone surrogate, also escaped in detail's JSON): make it storable first. */
@@ -153,24 +154,14 @@ export function copyBinary(rows: readonly LedgerRow[]): Buffer | typeof NOT_STOR
   out.bytes(Uint8Array.from(SIGNATURE));
   out.i32(0); // flags
   out.i32(0); // header extension length
-  // organization to stream repeat from row to row (one key, one model, one route): encoded once while the same.
-  let org: string | undefined;
-  let project = '';
-  let apiKeyId = '';
-  let clientModel = '';
-  let modelId = '';
-  let provider = '';
-  let upstreamModel = '';
-  let endpoint = '';
-  let stream = false;
+  // The columns from organization to stream: encoded once while they repeat (sameRoute).
+  let prev: LedgerRow | undefined;
   let same: Uint8Array = new Uint8Array(0);
   for (const r of rows) {
-    if (
-      r.organization !== org || r.project !== project || r.apiKeyId !== apiKeyId || r.clientModel !== clientModel || r.modelId !== modelId ||
-      r.provider !== provider || r.upstreamModel !== upstreamModel || r.endpoint !== endpoint || r.stream !== stream
-    ) {
-      ({ organization: org, project, apiKeyId, clientModel, modelId, provider, upstreamModel, endpoint, stream } = r);
-      const fields = [org, project, apiKeyId, clientModel, modelId, provider, upstreamModel, endpoint];
+    if (!sameRoute(r, prev)) {
+      prev = r;
+      const { stream } = r;
+      const fields = [r.organization, r.project, r.apiKeyId, r.clientModel, r.modelId, r.provider, r.upstreamModel, r.endpoint];
       for (const f of fields) {
         if (typeof f !== 'string') return undefined;
         if (!storableText(f)) return NOT_STORABLE;

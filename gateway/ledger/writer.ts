@@ -7,7 +7,7 @@ import type { Queryable } from '../store/store.ts';
 import { copyBinary, NOT_STORABLE } from './copy-binary.ts';
 import { isoTime } from './iso-time.ts';
 import { rollupDeltas, rollupFrom } from './rollup-deltas.ts';
-import { TEXT_FIELDS } from './row.ts';
+import { sameRoute, TEXT_FIELDS } from './row.ts';
 import type { LedgerRow } from './row.ts';
 
 // On Postgres the batch travels as one jsonb parameter, an array of positional arrays (order: toPositional).
@@ -239,28 +239,16 @@ function tableCopyText(rows: readonly LedgerRow[]): string | undefined {
   // One string grown with +: V8 keeps it a rope and flattens it once (measured faster than a template literal a
   // line and a join, ~0.6 against ~1.5 µs a row).
   let out = '';
-  // The columns from organization to stream repeat from row to row (one key, one model, one route): their text is
-  // reused while they are the same strings, one comparison each instead of an escape test and two concatenations.
-  let org: string | undefined;
-  let project = '';
-  let apiKeyId = '';
-  let clientModel = '';
-  let modelId = '';
-  let provider = '';
-  let upstreamModel = '';
-  let endpoint = '';
-  let stream = false;
+  // The columns from organization to stream: their text is reused while they repeat (sameRoute).
+  let prev: LedgerRow | undefined;
   let same = '';
   let keyPrefix: string | undefined;
   let keyPrefixText = '\\N';
   for (const r of rows) {
-    if (
-      r.organization !== org || r.project !== project || r.apiKeyId !== apiKeyId || r.clientModel !== clientModel || r.modelId !== modelId ||
-      r.provider !== provider || r.upstreamModel !== upstreamModel || r.endpoint !== endpoint || r.stream !== stream
-    ) {
-      ({ organization: org, project, apiKeyId, clientModel, modelId, provider, upstreamModel, endpoint, stream } = r);
-      same = '\t' + copyText1(org) + '\t' + copyText1(project) + '\t' + copyText1(apiKeyId) + '\t' + copyText1(clientModel) + '\t' +
-        copyText1(modelId) + '\t' + copyText1(provider) + '\t' + copyText1(upstreamModel) + '\t' + copyText1(endpoint) + '\t' + stream + '\t';
+    if (!sameRoute(r, prev)) {
+      prev = r;
+      same = '\t' + copyText1(r.organization) + '\t' + copyText1(r.project) + '\t' + copyText1(r.apiKeyId) + '\t' + copyText1(r.clientModel) + '\t' +
+        copyText1(r.modelId) + '\t' + copyText1(r.provider) + '\t' + copyText1(r.upstreamModel) + '\t' + copyText1(r.endpoint) + '\t' + r.stream + '\t';
     }
     if (r.keyPrefix !== keyPrefix) {
       keyPrefix = r.keyPrefix;
