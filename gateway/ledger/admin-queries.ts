@@ -5,6 +5,7 @@ import { add, parseDecimal, toPlainString, ZERO } from '../billing/decimal.ts';
 import type { Decimal } from '../billing/decimal.ts';
 import type { Queryable } from '../store/store.ts';
 import { rollupRanges } from './hour.ts';
+import { msTimestamp } from './sql-time.ts';
 
 export type UsageBucket = 'hour' | 'day';
 export type UsageGroupBy = 'model' | 'project' | 'key' | 'organization';
@@ -189,7 +190,7 @@ FROM usage_events
 WHERE ($2::text IS NULL OR organization = $2) AND ($3::text IS NULL OR project = $3)
   AND ($4::text IS NULL OR api_key_id = $4) AND ($5::text IS NULL OR client_model = $5 OR model_id = $5)
   AND ($6::integer IS NULL OR status = $6)
-  AND ($7::text IS NULL OR (occurred_at, request_id) < (timestamptz 'epoch' + $7::bigint * interval '1 millisecond', $8::text))
+  AND ($7::text IS NULL OR (occurred_at, request_id) < (${msTimestamp('$7::bigint')}, $8::text))
   -- By key, the per-key rollup bounds the walk down the (occurred_at, request_id) index, which is all there is (no
   -- per-key index on raw rows: it cost every ledger row ~2 µs): nothing after the key's last hour; and unless the
   -- model or status filters (the rollup cannot count those), nothing before the latest hour from which the key's
@@ -199,7 +200,7 @@ WHERE ($2::text IS NULL OR organization = $2) AND ($3::text IS NULL OR project =
   AND ($4::text IS NULL OR $5::text IS NOT NULL OR $6::integer IS NOT NULL OR occurred_at >= coalesce((
     SELECT hour FROM (
       SELECT hour, sum(sum(request_count)) OVER (ORDER BY hour DESC) AS seen FROM usage_hourly_keys
-      WHERE api_key_id = $4 AND ($7::text IS NULL OR hour < date_trunc('hour', timestamptz 'epoch' + $7::bigint * interval '1 millisecond', 'UTC'))
+      WHERE api_key_id = $4 AND ($7::text IS NULL OR hour < date_trunc('hour', ${msTimestamp('$7::bigint')}, 'UTC'))
       GROUP BY hour
     ) h WHERE seen >= $1 ORDER BY hour DESC LIMIT 1), (SELECT min(hour) FROM usage_hourly_keys WHERE api_key_id = $4)))
 ORDER BY occurred_at DESC, request_id DESC

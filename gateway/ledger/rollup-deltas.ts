@@ -5,6 +5,7 @@
 import { DecimalSum } from './decimal-sum.ts';
 import { HOUR_MS } from './hour.ts';
 import type { LedgerRow } from './row.ts';
+import { msTimestamp } from './sql-time.ts';
 
 interface Delta {
   project: string;
@@ -76,7 +77,7 @@ export function rollupDeltas(rows: readonly LedgerRow[]): string | undefined {
 const count = (n: number) => Number.isSafeInteger(n) && n >= 0;
 
 /** The deltas (rollupDeltas' JSON, as `source`) as rows: project, hour, model, organization, api_key_id, then sums. */
-export const rollupFrom = (source: string) => `SELECT e->>0 AS project, timestamptz 'epoch' + (e->>1)::bigint * interval '1 millisecond' AS hour,
+export const rollupFrom = (source: string) => `SELECT e->>0 AS project, ${msTimestamp('(e->>1)::bigint')} AS hour,
     e->>2 AS model, e->>3 AS organization, e->>4 AS api_key_id,
     (e->>5)::bigint AS input, (e->>6)::bigint AS output, (e->>7)::bigint AS cache_read, (e->>8)::bigint AS cache_write,
     (e->>9)::bigint AS cache_explicit_read, (e->>10)::bigint AS reasoning, (e->>11)::bigint AS artifacts,

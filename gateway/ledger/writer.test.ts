@@ -382,6 +382,32 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(rows[0].hour.toISOString()).toBe('2025-01-01T10:00:00.000Z');
   });
 
+  it('stores instants past 2^53 µs from 1970 to the millisecond on every path, and buckets them in their own hour', async () => {
+    const { store } = db();
+    const project = freshProject();
+    // 9999-12-31T23:59:59.999Z and 2300-06-01T12:34:56.789Z: microseconds past 2^53, where float arithmetic rounds.
+    const instants = [Date.UTC(9999, 11, 31, 23, 59, 59, 999), Date.UTC(2300, 5, 1, 12, 34, 56, 789)];
+    const rows = (tag: string) => instants.map((occurredAt, i) => ledgerRow({ project, requestId: `${project}-${tag}-${i}`, occurredAt }));
+    expect(await writeUsageBatch(store, rows('fresh'))).toBe(2);
+    expect(await store.transaction((q) => writeUsageBatch(q, rows('stmt')))).toBe(2);
+    const { rows: stored } = await store.query<{ id: string; at: string }>(
+      `SELECT request_id AS id, to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS at
+       FROM usage_events WHERE project = $1 ORDER BY request_id`,
+      [project],
+    );
+    const want = ['9999-12-31T23:59:59.999000', '2300-06-01T12:34:56.789000'];
+    expect(stored).toEqual([
+      { id: `${project}-fresh-0`, at: want[0] }, { id: `${project}-fresh-1`, at: want[1] },
+      { id: `${project}-stmt-0`, at: want[0] }, { id: `${project}-stmt-1`, at: want[1] },
+    ]);
+    const { rows: hours } = await store.query<{ hour: string; n: string }>(
+      `SELECT to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') AS hour, request_count::text AS n
+       FROM usage_hourly WHERE project = $1 ORDER BY hour DESC`,
+      [project],
+    );
+    expect(hours).toEqual([{ hour: '9999-12-31T23:00:00.000000', n: '2' }, { hour: '2300-06-01T12:00:00.000000', n: '2' }]);
+  });
+
   it('sums money exactly: 20,000 rows of 0.0000001 make 0.002', async () => {
     const { store } = db();
     const project = freshProject();

@@ -7,6 +7,7 @@ import type { Queryable } from '../store/store.ts';
 import { copyBinary, NOT_STORABLE } from './copy-binary.ts';
 import { isoTime } from './iso-time.ts';
 import { rollupDeltas, rollupFrom } from './rollup-deltas.ts';
+import { msTimestamp } from './sql-time.ts';
 import { sameRoute, TEXT_FIELDS } from './row.ts';
 import type { LedgerRow } from './row.ts';
 
@@ -14,7 +15,7 @@ import type { LedgerRow } from './row.ts';
 // One JSON.stringify is far cheaper in Node than 24 typed arrays, and Postgres spends no more parsing
 // it than parsing those arrays. Numbers go as strings: a jsonb number costs a numeric parse, and its
 // text again when read out. occurred_at: epoch ms, truncated as Date does; exact (< 2^53 µs).
-const FROM_JSONB = `SELECT e->>0, timestamptz 'epoch' + trunc((e->>1)::float8) * interval '1 millisecond', e->>2, e->>3, e->>4, e->>5, e->>6,
+const FROM_JSONB = `SELECT e->>0, ${msTimestamp('trunc((e->>1)::float8)::bigint')}, e->>2, e->>3, e->>4, e->>5, e->>6,
     e->>7, e->>8, e->>9, (e->>10)::boolean,
     (e->>11)::bigint, (e->>12)::bigint, (e->>13)::bigint, (e->>14)::bigint, (e->>15)::bigint, (e->>16)::bigint,
     CASE WHEN (e->>17)::boolean THEN (e->>13)::bigint ELSE 0 END,
@@ -33,7 +34,7 @@ const STAGE_SQL = `CREATE TEMP TABLE IF NOT EXISTS ledger_batch (request_id text
 TRUNCATE ledger_batch;
 COPY ledger_batch FROM '/dev/blob';
 `;
-const FROM_STAGED = `SELECT request_id, timestamptz 'epoch' + trunc(occurred_ms) * interval '1 millisecond', organization, project,
+const FROM_STAGED = `SELECT request_id, ${msTimestamp('trunc(occurred_ms)::bigint')}, organization, project,
     api_key_id, client_model, model_id, provider, upstream_model, endpoint, stream,
     input, output, cache_read, cache_write, reasoning, artifacts, CASE WHEN explicit_cache THEN cache_read ELSE 0 END,
     estimated, cost_points, original_cost, detail, coalesce(attempts, 1), status, latency_ms, key_prefix
