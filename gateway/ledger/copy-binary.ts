@@ -1,6 +1,6 @@
-// A batch of ledger rows as Postgres' binary COPY format, in usage_events' column order (the writer's COLUMNS). PGlite
-// loads it with less work a row than COPY text: no line and field scanning, and timestamptz, bigint, numeric, boolean
-// and integer values arrive ready-made instead of each through its text parser (WebAssembly on the baseline tier).
+// A batch of ledger rows as Postgres' binary COPY format, in usage_events' column order (the writer's COLUMNS). Postgres
+// and PGlite load it with less work a row than COPY text: no line and field scanning, and timestamptz, bigint, numeric,
+// boolean and integer values arrive ready-made instead of each through its text parser.
 // Only what converts exactly is written here; anything else answers undefined and the batch goes as COPY text, whose
 // parsers then accept or refuse it as before.
 import { sameRoute } from './row.ts';
@@ -251,6 +251,6 @@ export function copyBinary(rows: readonly LedgerRow[]): Buffer | typeof NOT_STOR
     else out.text(keyPrefix);
   }
   out.i16(-1);
-  // Exactly the data: a view of a larger buffer would be copied whole on its way to the worker.
-  return Buffer.from(out.buf.subarray(0, out.pos));
+  // A view: Postgres' socket takes it as it is; PGlite's store sends exactly these bytes to its worker.
+  return out.buf.subarray(0, out.pos);
 }
