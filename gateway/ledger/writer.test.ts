@@ -314,7 +314,7 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     expect(rows).toEqual([{ client_model: odd, key_prefix: '\\N', detail: { [odd]: [odd, '\\N'] } }]);
   });
 
-  it('stores the same values whichever way a batch travels: fresh (binary COPY on PGlite) or the statement', async () => {
+  it('stores the same values whichever way a batch travels: fresh (binary COPY, or COPY text) or the statement', async () => {
     const { store } = db();
     const project = freshProject();
     const big = `${'1'.repeat(40)}.${'9'.repeat(30)}`;
@@ -332,7 +332,9 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
       { detail: { s: 'é😀\\ "q"', n: [1.5, -0, 1e21, null, true], o: {} }, status: -32768, latencyMs: 0 },
       { clientModel: 'tab\tnl\nbs\\ é😀', upstreamModel: '', organization: 'org-x', attempts: undefined },
     ];
-    // Values binary COPY does not take (that batch goes as COPY text), and money the writer cannot sum (the statement).
+    // Money binary COPY does not take but the writer sums (that batch goes fresh as COPY text), and money the writer
+    // cannot sum (the statement).
+    const textFresh: Partial<LedgerRow>[] = [{ costPoints: '1e-7', originalCost: '1e-7' }, { costPoints: '25E-2', originalCost: '1e+2' }];
     const textOnly: Partial<LedgerRow>[] = [{ costPoints: '1e-7', originalCost: '.5' }, { costPoints: '1.', originalCost: '+2' }, { costPoints: '-0.5', originalCost: '-0.00' }];
     const rows = (prefix: string, vs: Partial<LedgerRow>[], from = 0) =>
       vs.map((v, i) => ledgerRow({ project, requestId: `${prefix}-${String(from + i).padStart(2, '0')}`, occurredAt: T0 + from + i, ...v }));
@@ -340,12 +342,15 @@ describe.each(BACKENDS)('usage writer on %s', (backend) => {
     const spy: Store = {
       ...store,
       copyQuery: store.copyQuery && (<T>(script: string, data: string | Uint8Array) => (formats.push(typeof data), store.copyQuery!<T>(script, data))),
+      copyIn: store.copyIn && ((script: string, data: string | Uint8Array) => (formats.push(typeof data), store.copyIn!(script, data))),
     };
     expect(await writeUsageBatch(spy, rows(`${project}-fresh`, variants))).toBe(variants.length);
-    expect(await writeUsageBatch(spy, rows(`${project}-fresh`, textOnly, variants.length))).toBe(textOnly.length);
-    if (store.kind === 'pglite') expect(formats).toEqual(['object', 'string']);
-    // In a transaction a batch takes the statement (COPY text staged on PGlite, the jsonb parameter on Postgres).
-    const all = [...variants, ...textOnly];
+    expect(await writeUsageBatch(spy, rows(`${project}-fresh`, textFresh, variants.length))).toBe(textFresh.length);
+    expect(await writeUsageBatch(spy, rows(`${project}-fresh`, textOnly, variants.length + textFresh.length))).toBe(textOnly.length);
+    // Fresh: binary COPY data, then COPY text; the statement stages COPY text on PGlite, a jsonb parameter on Postgres.
+    expect(formats).toEqual(store.kind === 'pglite' ? ['object', 'string', 'string'] : ['object', 'string']);
+    // In a transaction every batch takes the statement.
+    const all = [...variants, ...textFresh, ...textOnly];
     expect(await store.transaction((q) => writeUsageBatch(q, rows(`${project}-stmt`, all)))).toBe(all.length);
     const read = async (prefix: string) => {
       const { rows: out } = await store.query<{ r: string }>(

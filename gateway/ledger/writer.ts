@@ -111,7 +111,7 @@ RETURNING (SELECT count(*) FROM ins) AS inserted`;
 // A batch of new rows, as one script (one implicit transaction): COPY straight into the table, then the rollups
 // from the deltas summed in the writer (rollup-deltas.ts), a few rows where the statement above reads back and
 // groups every row. A key violation (a replay, an id twice in the batch) fails the COPY and so the whole script.
-// `from` is STDIN (Postgres) or '/dev/blob', text or binary (PGlite); `deltas` is JSON, inlined as an escape-string
+// `from` is STDIN (Postgres) or '/dev/blob' (PGlite), text or binary; `deltas` is JSON, inlined as an escape-string
 // literal (a script takes no parameters), in which only backslash and quote need escaping.
 const freshScript = (table: string, from: string, deltas: string) => `COPY ${table} (${COLUMNS}) FROM ${from};
 WITH d AS (${rollupFrom(`E'${deltas.replace(/[\\']/g, (c) => c + c)}'::jsonb`)}),${rollupSql('d', 'sum(request_count)')}`;
@@ -152,13 +152,14 @@ async function writeInto(q: Queryable, rows: readonly LedgerRow[], table: string
   // transaction a failure would abort it: ON CONFLICT from the start.
   const outside = 'transaction' in q;
   if (outside && (q.copyIn !== undefined || q.copyQuery !== undefined)) {
-    // PGlite takes binary COPY data (less parsing a row in its WebAssembly); Postgres keeps COPY text.
-    const fresh = freshBatch(rows, q.copyIn === undefined);
+    // Binary COPY data where every value converts exactly (less parsing a row for the database), else COPY text.
+    const fresh = freshBatch(rows);
     if (fresh !== undefined) {
+      const { data, deltas } = fresh;
+      const format = typeof data === 'string' ? '' : ' WITH (FORMAT binary)';
       try {
-        if (q.copyIn !== undefined) await q.copyIn(freshScript(table, 'STDIN', fresh.deltas), fresh.data as string);
-        else if (typeof fresh.data === 'string') await q.copyQuery!(freshScript(table, "'/dev/blob'", fresh.deltas), fresh.data);
-        else await q.copyQuery!(freshScript(table, "'/dev/blob' WITH (FORMAT binary)", fresh.deltas), fresh.data);
+        if (q.copyIn !== undefined) await q.copyIn(freshScript(table, 'STDIN' + format, deltas), data);
+        else await q.copyQuery!(freshScript(table, "'/dev/blob'" + format, deltas), data);
         return rows.length;
       } catch (err) {
         if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
@@ -203,23 +204,21 @@ const FIRST_ISO_MS = -62_135_596_800_000;
 const END_ISO_MS = 253_402_300_800_000;
 
 /**
- * The batch as COPY data for the table itself (binary when asked and every value converts exactly, else text), and its
+ * The batch as COPY data for the table itself (binary when every value converts exactly, else text), and its
  * rollup deltas; undefined when it must take the statement.
  */
-function freshBatch(rows: readonly LedgerRow[], binary: boolean): { data: string | Buffer; deltas: string } | undefined {
+function freshBatch(rows: readonly LedgerRow[]): { data: string | Buffer; deltas: string } | undefined {
   for (const r of rows) if (!(r.occurredAt >= FIRST_ISO_MS && r.occurredAt < END_ISO_MS)) return undefined;
-  if (binary) {
-    let storableRows = rows;
-    let bin = copyBinary(rows);
-    // As below: such rows are stored with U+FFFD in place of what Postgres refuses.
-    if (bin === NOT_STORABLE) bin = copyBinary((storableRows = rows.map(storable)));
-    if (bin instanceof Buffer) {
-      const deltas = rollupDeltas(storableRows);
-      return deltas === undefined ? undefined : { data: bin, deltas };
-    }
+  let storableRows = rows;
+  let bin = copyBinary(rows);
+  // As below: such rows are stored with U+FFFD in place of what Postgres refuses.
+  if (bin === NOT_STORABLE) bin = copyBinary((storableRows = rows.map(storable)));
+  if (bin instanceof Buffer) {
+    const deltas = rollupDeltas(storableRows);
+    return deltas === undefined ? undefined : { data: bin, deltas };
   }
   let data = tableCopyText(rows);
-  let storableRows = rows;
+  storableRows = rows;
   // NUL and lone surrogates: as in replay(), stored as U+FFFD (tableCopyText says so of detail's JSON; a lone
   // surrogate in a text field is raw here, and the encoder would replace it silently, but the deltas must be keyed by
   // what is stored).

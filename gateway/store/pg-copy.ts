@@ -3,20 +3,23 @@
 // the server asks for the COPY data it gets `data` at once. One round trip, where BEGIN / COPY / statement / COMMIT
 // would take four. pg itself has no COPY; this is the few protocol messages it needs, not a dependency.
 import type { Connection } from 'pg';
+import type { Writable } from 'node:stream';
 
 interface CopyConnection {
   query(text: string): void;
-  sendCopyFromChunk(chunk: Buffer): void;
-  endCopyFrom(): void;
+  stream: Writable;
 }
+
+// CopyDone: the message code and its length (4, itself).
+const COPY_DONE = Buffer.from([0x63, 0, 0, 0, 4]);
 
 export class CopyScript {
   private done = false;
   private readonly text: string;
-  private readonly data: Buffer;
+  private readonly data: Uint8Array;
   private readonly callback: (err: Error | null) => void;
 
-  constructor(text: string, data: Buffer, callback: (err: Error | null) => void) {
+  constructor(text: string, data: Uint8Array, callback: (err: Error | null) => void) {
     this.text = text;
     this.data = data;
     this.callback = callback;
@@ -26,10 +29,19 @@ export class CopyScript {
     (connection as unknown as CopyConnection).query(this.text);
   }
 
+  // One CopyData message written as its 5-byte header and the caller's bytes, then CopyDone, in one corked write:
+  // pg's own sendCopyFromChunk would copy the whole batch into its message buffer first.
   handleCopyInResponse(connection: Connection): void {
-    const c = connection as unknown as CopyConnection;
-    c.sendCopyFromChunk(this.data);
-    c.endCopyFrom();
+    const { stream } = connection as unknown as CopyConnection;
+    if (!stream.writable) return; // as pg's own writes: the lost connection surfaces as its error
+    const header = Buffer.allocUnsafe(5);
+    header[0] = 0x64; // 'd'
+    header.writeInt32BE(4 + this.data.byteLength, 1);
+    stream.cork();
+    stream.write(header);
+    stream.write(this.data);
+    stream.write(COPY_DONE);
+    stream.uncork();
   }
 
   // The script's other messages carry nothing the caller reads.

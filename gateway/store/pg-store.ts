@@ -27,7 +27,7 @@ export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig
     async exec(sql: string) {
       await c.query(sql); // no parameters: simple protocol, several statements allowed
     },
-    async copyIn(script: string, data: string) {
+    async copyIn(script: string, data: string | Uint8Array) {
       // A script takes a client of its own; a transaction's is already one.
       const client: pg.PoolClient = c instanceof pg.Pool ? await c.connect() : (c as pg.PoolClient);
       let broken: Error | undefined;
@@ -36,7 +36,7 @@ export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig
       if (client !== c) client.on('error', lost);
       try {
         await new Promise<void>((resolve, reject) => {
-          const copy: pg.Submittable = new CopyScript(script, Buffer.from(data), (err) => (err ? reject(err) : resolve()));
+          const copy: pg.Submittable = new CopyScript(script, typeof data === 'string' ? Buffer.from(data) : data, (err) => (err ? reject(err) : resolve()));
           client.query(copy);
         });
       } catch (err) {

@@ -201,7 +201,9 @@ export async function openPgliteStore(dataDir?: string): Promise<Store> {
       await call({ op: 'exec', sql });
     },
     async copyQuery<T>(script: string, data: string | Uint8Array) {
-      return { rows: (await call({ op: 'exec', sql: script, blob: data })).rows as T[] };
+      // A view of a larger buffer would be cloned whole on its way to the worker: send exactly its bytes.
+      const blob = typeof data === 'string' || data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
+      return { rows: (await call({ op: 'exec', sql: script, blob })).rows as T[] };
     },
   };
 

@@ -14,10 +14,11 @@ export interface Queryable {
    */
   copyQuery?<T = Record<string, unknown>>(script: string, data: string | Uint8Array): Promise<{ rows: T[] }>;
   /**
-   * Postgres only: a script (no parameters) whose one `COPY ... FROM STDIN` reads `data`, sent as one message and
-   * so run as one implicit transaction. COPY loads a row for less than a parameter the statement has to take apart.
+   * Postgres only: a script (no parameters) whose one `COPY ... FROM STDIN` reads `data` (text, or bytes for
+   * `FORMAT binary`, sent as they are), sent as one message and so run as one implicit transaction. COPY loads a row
+   * for less than a parameter the statement has to take apart.
    */
-  copyIn?(script: string, data: string): Promise<void>;
+  copyIn?(script: string, data: string | Uint8Array): Promise<void>;
 }
 
 export interface Store extends Queryable {
