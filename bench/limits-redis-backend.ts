@@ -15,14 +15,11 @@ import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { FastifyReply } from 'fastify';
-import { generateApiKey } from '../gateway/auth/api-key.ts';
 import type * as GovernorModule from '../gateway/governance/governor.ts';
 import type { GovernedCall, Ticket } from '../gateway/governance/governor.ts';
 import type * as RedisBackendModule from '../gateway/governance/redis-backend.ts';
-import type { LedgerRow } from '../gateway/ledger/row.ts';
-import { compileSnapshot } from '../gateway/snapshot/runtime.ts';
-import { snapshotSchema } from '../gateway/snapshot/schema.ts';
 import { median, Samples } from './stats.ts';
+import { HEADER_SINK, SETTLED_ROW, thirteenRuleCall } from './limits-redis-fixture.ts';
 import { deleteRedisPrefix } from './redis-keys.ts';
 
 const { values } = parseArgs({
@@ -43,11 +40,8 @@ const concurrency = Number(values.concurrency);
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
 const prefix = `${values['redis-prefix']}${randomUUID()}:`;
-const HIGH = { rpm: 1_000_000_000, tpm: 1_000_000_000, concurrency: 1_000_000 };
-const BUDGET = { month: '1000000000', total: '1000000000' };
-const row = { input: 20, output: 30, cacheRead: 0, cacheWrite: 0, costPoints: '0.0000213' } as LedgerRow;
-// The governor sets its rate-limit headers on the fastify reply: a stand-in that takes them.
-const reply = { header() {}, raw: { setHeader() {} } } as unknown as FastifyReply;
+const row = SETTLED_ROW;
+const reply = HEADER_SINK;
 
 interface Governed {
   admit(call: GovernedCall, reply: FastifyReply): Ticket | Promise<Ticket> | undefined;
@@ -66,18 +60,7 @@ interface Version {
 async function load(name: string, dir: string): Promise<Version> {
   const { Governor } = (await import(resolve(dir, 'gateway/governance/governor.ts'))) as typeof GovernorModule;
   const { RedisBackend } = (await import(resolve(dir, 'gateway/governance/redis-backend.ts'))) as typeof RedisBackendModule;
-  const k = generateApiKey();
-  const s = compileSnapshot(
-    snapshotSchema.parse({
-      providers: [{ id: 'p', baseUrl: 'http://127.0.0.1:9/v1' }],
-      pricingGroups: [{ id: 'g', mode: 'flat_tokens', prices: { input: '0.15', output: '0.6' } }],
-      models: [{ id: 'm', pricingGroup: 'g', protocols: { openai: [{ provider: 'p', model: 'a' }] } }],
-      organizations: [{ id: `o-${name}`, models: ['*'], limits: HIGH, budget: BUDGET, projects: [{ id: 'p', limits: HIGH }] }],
-      apiKeys: [{ id: `k-${name}`, hash: k.hash, prefix: k.prefix, organization: `o-${name}`, project: 'p', limits: HIGH, budget: BUDGET }],
-    }),
-  );
-  const model = s.byName.get('m')!;
-  const v: Version = { name, gov: undefined as unknown as Governed, client: undefined as unknown as Version['client'], calls: 0, call: { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! } };
+  const v: Version = { name, gov: undefined as unknown as Governed, client: undefined as unknown as Version['client'], calls: 0, call: thirteenRuleCall(name) };
   const backend = new RedisBackend({ url: values.redis, prefix, onBatch: () => v.calls++ });
   await backend.ready();
   v.gov = new Governor({ backend });

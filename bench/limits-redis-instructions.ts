@@ -14,15 +14,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import type { FastifyReply } from 'fastify';
-import { generateApiKey } from '../gateway/auth/api-key.ts';
 import type * as GovernorModule from '../gateway/governance/governor.ts';
-import type { GovernedCall, Ticket } from '../gateway/governance/governor.ts';
+import type { Ticket } from '../gateway/governance/governor.ts';
 import type * as RedisBackendModule from '../gateway/governance/redis-backend.ts';
-import type { LedgerRow } from '../gateway/ledger/row.ts';
-import { compileSnapshot } from '../gateway/snapshot/runtime.ts';
-import { snapshotSchema } from '../gateway/snapshot/schema.ts';
 import { split } from './callgrind-split.ts';
+import { HEADER_SINK, SETTLED_ROW, thirteenRuleCall } from './limits-redis-fixture.ts';
 import { deleteRedisPrefix } from './redis-keys.ts';
 import { median, quantile } from './stats.ts';
 
@@ -45,22 +41,9 @@ const concurrency = Number(values.concurrency);
 async function child(dir: string): Promise<void> {
   const { Governor } = (await import(resolve(dir, 'gateway/governance/governor.ts'))) as typeof GovernorModule;
   const { RedisBackend } = (await import(resolve(dir, 'gateway/governance/redis-backend.ts'))) as typeof RedisBackendModule;
-  const HIGH = { rpm: 1_000_000_000, tpm: 1_000_000_000, concurrency: 1_000_000 };
-  const BUDGET = { month: '1000000000', total: '1000000000' };
-  const k = generateApiKey();
-  const s = compileSnapshot(
-    snapshotSchema.parse({
-      providers: [{ id: 'p', baseUrl: 'http://127.0.0.1:9/v1' }],
-      pricingGroups: [{ id: 'g', mode: 'flat_tokens', prices: { input: '0.15', output: '0.6' } }],
-      models: [{ id: 'm', pricingGroup: 'g', protocols: { openai: [{ provider: 'p', model: 'a' }] } }],
-      organizations: [{ id: 'o', models: ['*'], limits: HIGH, budget: BUDGET, projects: [{ id: 'p', limits: HIGH }] }],
-      apiKeys: [{ id: 'k', hash: k.hash, prefix: k.prefix, organization: 'o', project: 'p', limits: HIGH, budget: BUDGET }],
-    }),
-  );
-  const model = s.byName.get('m')!;
-  const call: GovernedCall = { requestId: 'r', key: s.keysByHash.get(k.hash)!, model, family: 'chat', billing: 'text', requestBytes: 300, targets: model.protocols.openai! };
-  const row = { input: 20, output: 30, cacheRead: 0, cacheWrite: 0, costPoints: '0.0000213' } as LedgerRow;
-  const reply = { header() {}, raw: { setHeader() {} } } as unknown as FastifyReply;
+  const call = thirteenRuleCall();
+  const row = SETTLED_ROW;
+  const reply = HEADER_SINK;
   const prefix = `${values['redis-prefix']}${randomUUID()}:`;
   // Under valgrind an answer takes far longer than the default timeout: no degraded mode in the counted loops.
   const backend = new RedisBackend({ url: values.redis, prefix, commandTimeoutMs: 60_000 });
