@@ -49,6 +49,10 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
     }
     backend = redis;
     degraded = () => redis.degraded;
+    if (o.meter) {
+      const pods = o.meter.createObservableGauge('tollgate.limits.pods', { description: 'Pods sharing the Redis counters as this pod last counted them: while Redis is unreachable each takes this share of every limit and of what was left of each budget.' });
+      pods.addCallback((r) => r.observe(redis.share.pods));
+    }
   } else backend = new MemoryBackend();
   if (o.meter) {
     const g = o.meter.createObservableGauge('tollgate.limits.degraded', { description: '1 while the shared limit counters (Redis) cannot be reached and limits are served from this pod\'s local view.' });

@@ -5,14 +5,15 @@
 // While Redis cannot be reached the pod keeps serving from its local view (memory backend): rates fail open on a
 // local limiter or fail closed, as configured; budgets stay enforced from the spend this pod last saw plus what it
 // spent since, and that spend is added to Redis when it comes back.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AdmitInput, CounterBackend, SettleInput, Verdict } from './backend.ts';
 import { MemoryBackend } from './memory-backend.ts';
 import type { SpendCell } from './memory-backend.ts';
 import { spendTtl } from './periods.ts';
-import { ADD_SPEND, BATCH, RAISE } from './redis-scripts.ts';
+import { PodShare } from './pod-share.ts';
+import { ADD_SPEND, BATCH, PODS, RAISE } from './redis-scripts.ts';
 import type { Rule } from './rules.ts';
 import { ReplyCursor } from './redis-reply.ts';
 import { split } from './spend-units.ts';
@@ -54,6 +55,10 @@ function script(text: string): Script {
 const S_BATCH = script(BATCH);
 const S_RAISE = script(RAISE);
 const S_ADD = script(ADD_SPEND);
+const S_PODS = script(PODS);
+// A pod says it is alive this often; one silent for PODS_TTL_MS no longer counts in the others' shares.
+const PODS_EVERY_MS = 5000;
+const PODS_TTL_MS = 15_000;
 
 /** A rules list's Redis names and spec strings, built once per rules list and period (see `prebuilt`). */
 interface Prebuilt {
@@ -105,7 +110,12 @@ export class RedisBackend implements CounterBackend {
   private readonly log: Logger | undefined;
   private readonly onDegraded: ((d: boolean) => void) | undefined;
   private readonly onBatch: ((admissions: number) => void) | undefined;
-  private readonly localLeases = new Set<string>();
+  /** Admissions served from the local view, with the shared rules they were counted on (settled on the same). */
+  private readonly localLeases = new Map<string, readonly Rule[]>();
+  /** This pod's share of every limit while degraded (how many pods were alive, what was left). */
+  readonly share = new PodShare();
+  private readonly podId = randomUUID();
+  private readonly podsTimer: NodeJS.Timeout;
   /** Spend accrued while degraded, per counter (with its ttl), added to Redis on recovery. */
   private readonly pending = new Map<string, { units: bigint; ttl: number }>();
   /** Settlements whose call failed: Redis may or may not have run them, so they are sent again (they count once). */
@@ -142,12 +152,26 @@ export class RedisBackend implements CounterBackend {
     this.client.on('ready', () => {
       this.setDegraded(false, 'ready');
       void this.flushPending();
+      void this.countPods();
     });
+    this.podsTimer = setInterval(() => void this.countPods(), PODS_EVERY_MS);
+    this.podsTimer.unref();
+  }
+
+  /** Says this pod is alive and learns how many are: the share each takes of a limit if Redis goes away. */
+  async countPods(): Promise<void> {
+    if (this.client.status !== 'ready') return;
+    try {
+      this.share.setPods(Number(await this.run(S_PODS, [this.prefix + 'pods'], [this.podId, String(PODS_TTL_MS)])));
+    } catch {
+      // Unreachable: the count from the last answer stands, which is the one an outage needs.
+    }
   }
 
   private setDegraded(d: boolean, why: string): void {
     if (this.degraded === d) return;
     this.degraded = d;
+    if (!d) this.share.reset();
     if (d) this.log?.warn({ reason: why, ratesWhenDown: this.ratesWhenDown }, 'redis unreachable: limits degraded to the local view');
     else this.log?.info('redis reachable again: limits shared across pods');
     this.onDegraded?.(d);
@@ -286,9 +310,10 @@ export class RedisBackend implements CounterBackend {
       const i = a.rules.findIndex((r) => r.kind !== 'budget');
       return { ok: false, refused: i, retryAfterMs: 1000, remaining: [], spent: [], resetMs: [] };
     }
-    const v = this.local.admit(a);
+    const rules = this.share.of(a.rules, a.spendKeys, (k) => this.local.spent(k));
+    const v = this.local.admit(rules === a.rules ? a : { rules, spendKeys: a.spendKeys, now: a.now, lease: a.lease, leaseMs: a.leaseMs, tokens: a.tokens, reserve: a.reserve });
     if (v.ok) {
-      this.localLeases.add(a.lease);
+      this.localLeases.set(a.lease, rules);
       this.addPending(a.rules, a.spendKeys, a.reserve);
     }
     return v;
@@ -335,8 +360,10 @@ export class RedisBackend implements CounterBackend {
   }
 
   settle(s: SettleInput): void {
-    if (this.localLeases.delete(s.lease)) {
-      this.local.settle(s);
+    const local = this.localLeases.get(s.lease);
+    if (local !== undefined) {
+      this.localLeases.delete(s.lease);
+      this.local.settle(local === s.rules ? s : { rules: local, spendKeys: s.spendKeys, now: s.now, lease: s.lease, tokensDelta: s.tokensDelta, spendDelta: s.spendDelta });
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
       return;
     }
@@ -370,6 +397,7 @@ export class RedisBackend implements CounterBackend {
 
   async raiseSpend(spendKey: string, units: bigint, ttlMs: number): Promise<void> {
     await this.local.raiseSpend(spendKey, units);
+    if (this.degraded) this.share.rebase(spendKey, this.local.spent(spendKey));
     if (this.client.status !== 'ready') return;
     const [w, f] = split(units);
     await this.run(S_RAISE, [this.prefix + spendKey], [w, f, String(ttlMs)]);
@@ -385,7 +413,10 @@ export class RedisBackend implements CounterBackend {
 
   async close(): Promise<void> {
     if (this.retry !== undefined) clearTimeout(this.retry);
+    clearInterval(this.podsTimer);
     await this.drain();
+    // Gone at once from the others' count, rather than after PODS_TTL_MS.
+    if (this.client.status === 'ready') await this.client.zrem(this.prefix + 'pods', this.podId).catch(() => undefined);
     this.client.removeAllListeners('close');
     this.client.disconnect();
   }

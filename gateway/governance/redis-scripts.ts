@@ -274,3 +274,18 @@ export const ADD_SPEND = `${COMMON}
 addSpend(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
 return 1
 `;
+
+/**
+ * Pod presence, for the share each pod takes of a limit while Redis is unreachable. KEYS[1] is a sorted set of pod
+ * ids scored by when each last said it is alive (Redis' clock, so pods' clocks do not matter); ARGV: pod, ttl ms.
+ * Adds or refreshes the pod, forgets pods silent past the ttl, and answers how many remain (this one included).
+ */
+export const PODS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
+redis.call('PEXPIRE', KEYS[1], ttl * 2)
+return redis.call('ZCARD', KEYS[1])
+`;

@@ -39,8 +39,8 @@ function world(key: Record<string, unknown>, totalMs = 1000) {
   return { requestId: 'r', key: k, model: m, family: 'chat', billing: 'text', requestBytes: 400, targets: m.protocols.openai! } satisfies GovernedCall;
 }
 
-async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDown: 'local' | 'refuse' = 'local'): Promise<RedisBackend> {
-  const b = new RedisBackend({ url, prefix, ratesWhenDown, commandTimeoutMs: 500 });
+async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDown: 'local' | 'refuse' = 'local', keyPrefix = prefix): Promise<RedisBackend> {
+  const b = new RedisBackend({ url, prefix: keyPrefix, ratesWhenDown, commandTimeoutMs: 500 });
   backends.push(b);
   await b.ready();
   return b;
@@ -271,8 +271,11 @@ describe('redis backend', () => {
   it('serves from the local view while Redis is cut, then shares again; fail-closed refuses rates meanwhile', async () => {
     const proxy = await startTcpProxy(REDIS);
     const url = `redis://127.0.0.1:${proxy.port}`;
-    const open = await backend(url, 'local');
-    const closed = await backend(url, 'refuse');
+    // Each alone under its own prefix: a pod that saw no other takes whole limits while degraded.
+    const open = await backend(url, 'local', `${prefix}solo:`);
+    const closed = await backend(url, 'refuse', `${prefix}closed:`);
+    await open.countPods();
+    expect(open.share.pods).toBe(1);
     const c = world({ limits: { rpm: 2 }, budget: { total: '1' } });
     const g = new Governor({ backend: open });
     const gc = new Governor({ backend: closed });
@@ -297,6 +300,53 @@ describe('redis backend', () => {
     expect(view.backend).toBe('redis');
     // 0.5 charged while degraded, plus the 0.0001 reservation of the first request (never finished here).
     expect(view.budgets[0].spent).toBe('0.5001');
+    await proxy.close();
+  });
+
+  it('while Redis is cut, each pod takes its share of every limit and of what was left of a budget', async () => {
+    const proxy = await startTcpProxy(REDIS);
+    const url = `redis://127.0.0.1:${proxy.port}`;
+    const pods = [await backend(url, 'local', `${prefix}share:`), await backend(url, 'local', `${prefix}share:`)];
+    await Promise.all(pods.map((b) => b.countPods()));
+    expect(pods.map((b) => b.share.pods)).toEqual([2, 2]);
+    const rates = world({ limits: { rpm: 6 } });
+    const slots = world({ limits: { concurrency: 3 } });
+    const money = world({ budget: { total: '1' } });
+    const gs = pods.map((b) => new Governor({ backend: b }));
+    const settle = (t: Ticket | GatewayError | undefined, cost: string) => {
+      if (!t || t instanceof GatewayError) throw new Error('refused');
+      t.charged({ input: 1, output: 1, cacheRead: 0, cacheWrite: 0, costPoints: cost } as LedgerRow);
+      t.finish();
+    };
+    // 0.4 of the budget spent before the cut, and both pods have seen it in an answer.
+    settle(await admit(gs[0], money), '0.4');
+    await pods[0].drain();
+    for (const g of gs) settle(await admit(g, money), '0');
+    for (const b of pods) await b.drain();
+    await proxy.down();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(pods.every((b) => b.degraded)).toBe(true);
+    for (const g of gs) {
+      // rpm 6 over two pods: 3 each (alone each would admit all 4).
+      const r = [];
+      for (let i = 0; i < 4; i++) r.push(await admit(g, rates));
+      expect(r.map((x) => x instanceof GatewayError)).toEqual([false, false, false, true]);
+      // Three slots over two pods: 2 each, held.
+      const held = [await admit(g, slots), await admit(g, slots), await admit(g, slots)];
+      expect(held.map((x) => x instanceof GatewayError)).toEqual([false, false, true]);
+      // What was left (0.6) over two pods: each may reach 0.4 + 0.3, so 0.25 charges are admitted at 0.4 and 0.65
+      // and refused at 0.9 (alone a pod would admit that one too and the two could spend 1.9).
+      const spent = [];
+      for (let i = 0; i < 3; i++) {
+        const t = await admit(g, money);
+        spent.push(t instanceof GatewayError ? t.kind : 'admitted');
+        if (!(t instanceof GatewayError)) settle(t, '0.25');
+      }
+      expect(spent).toEqual(['admitted', 'admitted', 'quota_exceeded']);
+    }
+    // The ledger tells pod 1 the spend is 0.95 (it knew 0.9): the rest, 0.05, is shared from there, so one more fits.
+    await pods[1].raiseSpend(money.key.governance!.rules[0].id + 'total', 950_000_000_000_000n, 0);
+    expect(await admit(gs[1], money)).not.toBeInstanceOf(GatewayError);
     await proxy.close();
   });
 });
