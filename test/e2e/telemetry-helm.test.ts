@@ -72,7 +72,7 @@ describe('helm: ServiceMonitor and Grafana dashboard', () => {
     });
     afterAll(async () => t?.close());
 
-    it('shows requests, errors, latency and overhead percentiles, tokens and cost by model and organization', () => {
+    it('shows requests, errors, latency and overhead percentiles, tokens and cost by model and organization, limits, upstream health and the process', () => {
       expect(dashboard.uid).toBe('tollgate-gateway');
       const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((x) => x.expr)).join('\n');
       for (const needed of [
@@ -83,6 +83,11 @@ describe('helm: ServiceMonitor and Grafana dashboard', () => {
         'sum by (gen_ai_request_model, gen_ai_token_type) (rate(gen_ai_client_token_usage_sum',
         'sum by (tollgate_organization, gen_ai_request_model) (increase(tollgate_cost_points_total',
         'tollgate_upstream_errors_total',
+        'tollgate_requests_total{http_response_status_code="429"}',
+        'tollgate_limits_degraded',
+        'tollgate_upstream_state{tollgate_upstream_state!="healthy"}',
+        'nodejs_eventloop_delay_p99',
+        'process_memory_usage',
       ]) {
         expect(exprs).toContain(needed);
       }
@@ -106,7 +111,7 @@ describe('helm: ServiceMonitor and Grafana dashboard', () => {
       const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((x) => x.expr));
       expect(exprs.length).toBeGreaterThan(15);
       for (const expr of exprs) {
-        for (const [token] of expr.matchAll(/\b(?:gen_ai|tollgate)_[a-z_]+\b/g)) expect(series.has(token) || labels.has(token), `${token} in ${expr}`).toBe(true);
+        for (const [token] of expr.matchAll(/\b(?:gen_ai|tollgate|process|nodejs|v8js)_[a-z0-9_]+\b/g)) expect(series.has(token) || labels.has(token), `${token} in ${expr}`).toBe(true);
       }
     });
   });
