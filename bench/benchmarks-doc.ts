@@ -120,8 +120,9 @@ const TOLLGATES = ['tollgate-pglite', 'tollgate-postgres'];
 export const FLOORS = ['bare', 'bare-buffered'];
 const TARGET_CPU: Record<string, number> = { 'tollgate-pglite': 1.4, 'tollgate-postgres': 1.25 };
 const TARGET_IDLE_RSS: Record<string, number> = { 'tollgate-pglite': 200, 'tollgate-postgres': 120 };
-/** The row of each tollgate target's first start, reported apart from the restart the figures come from. */
-const FIRST_START: Record<string, string> = { 'tollgate-pglite': 'tollgate-pglite (first boot)', 'tollgate-postgres': 'tollgate-postgres (first start)' };
+/** What each tollgate target's first start is called; its row (`<target> (<that>)`) is reported apart from the restart the figures come from. */
+const FIRST_START: Record<string, string> = { 'tollgate-pglite': 'first boot', 'tollgate-postgres': 'first start' };
+const firstStartRow = (tg: string) => `${tg} (${FIRST_START[tg]})`;
 
 /** The target's CPU per request with its database's backends (Postgres), the figure every ratio uses. */
 export function cpuWithDb(r: RunResult): number {
@@ -211,13 +212,13 @@ function targets(r: BenchResults): Target[] {
     const st = r.startup?.find((x) => x.target === tg);
     if (!st) continue;
     const goal = TARGET_IDLE_RSS[tg];
-    const first = r.startup?.find((x) => x.target === FIRST_START[tg]);
-    const firstText = first?.idleRss ? `; ${FIRST_START[tg].slice(tg.length + 2, -1)} ${mb(first.idleRss)} MB` : '';
+    const first = r.startup?.find((x) => x.target === firstStartRow(tg));
+    const firstText = first?.idleRss ? `; ${FIRST_START[tg]} ${mb(first.idleRss)} MB` : '';
     out.push({ name: `Idle RSS, ${tg}`, goal: `≤ ${goal} MB`, figure: `${mb(st.idleRss)} MB (after first request ${st.firstRequestRss ? mb(st.firstRequestRss) : 'n/a'} MB${firstText})`, met: st.idleRss <= goal * 1024 * 1024, floor: floorIdle === undefined ? undefined : `${mb(floorIdle)} MB` });
   }
   const lite = r.startup?.find((x) => x.target === 'tollgate-pglite');
   if (lite) {
-    const first = r.startup?.find((x) => x.target === FIRST_START['tollgate-pglite']);
+    const first = r.startup?.find((x) => x.target === firstStartRow('tollgate-pglite'));
     out.push({ name: 'Start to ready, tollgate-pglite (not first boot)', goal: '≤ 1.5 s', figure: `${(lite.readyMs / 1000).toFixed(2)} s (first boot ${first ? (first.readyMs / 1000).toFixed(2) : 'n/a'} s)`, met: lite.readyMs <= 1500 });
   }
   const cb = r.concurrent.find((x) => x.target === 'bare');

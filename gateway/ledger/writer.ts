@@ -14,7 +14,8 @@ import type { LedgerRow } from './row.ts';
 // On Postgres the batch travels as one jsonb parameter, an array of positional arrays (order: toPositional).
 // One JSON.stringify is far cheaper in Node than 24 typed arrays, and Postgres spends no more parsing
 // it than parsing those arrays. Numbers go as strings: a jsonb number costs a numeric parse, and its
-// text again when read out. occurred_at: epoch ms, truncated as Date does; exact (< 2^53 µs).
+// text again when read out. occurred_at: epoch ms, truncated as Date does
+// (msTimestamp keeps it exact in SQL).
 const FROM_JSONB = `SELECT e->>0, ${msTimestamp('trunc((e->>1)::float8)::bigint')}, e->>2, e->>3, e->>4, e->>5, e->>6,
     e->>7, e->>8, e->>9, (e->>10)::boolean,
     (e->>11)::bigint, (e->>12)::bigint, (e->>13)::bigint, (e->>14)::bigint, (e->>15)::bigint, (e->>16)::bigint,
