@@ -63,7 +63,7 @@ const PODS_TTL_MS = 15_000;
 /** A rules list's Redis names and spec strings, built once per rules list and period (see `prebuilt`). */
 interface Prebuilt {
   keys: string[];
-  /** The rules' specs ("kind:a:b:ttl"), space-separated: the tail of the batch's G operation. */
+  /** The rules' kinds and numbers (redis-scripts.ts): the tail of the batch's G operation. */
   specs: string;
   /** Whether a settlement touches anything (tpm, concurrency, budget): rpm-only lists settle nothing. */
   settles: boolean;
@@ -202,19 +202,22 @@ export class RedisBackend implements CounterBackend {
 
   private build(rules: readonly Rule[], spendKeys: readonly (string | undefined)[]): Prebuilt {
     const keys: string[] = [];
-    const specs: string[] = [];
+    let kinds = '';
+    const numbers: string[] = [];
     for (let i = 0; i < rules.length; i++) {
       const r = rules[i];
       if (r.kind === 'budget') {
         keys.push(this.prefix + spendKeys[i]!);
         const [w, f] = split(r.units!);
-        specs.push(`b:${w}:${f}:${spendTtl(r)}`);
+        kinds += 'b';
+        numbers.push(w, f, String(spendTtl(r)));
       } else {
         keys.push(this.prefix + r.id);
-        specs.push(`${r.kind === 'rpm' ? 'r' : r.kind === 'tpm' ? 't' : 'c'}:${r.limit}:0:0`);
+        kinds += r.kind === 'rpm' ? 'r' : r.kind === 'tpm' ? 't' : 'c';
+        numbers.push(String(r.limit));
       }
     }
-    return { keys, specs: specs.join(' '), settles: rules.some((r) => r.kind !== 'rpm'), spend: spendKeys.map((k) => (k === undefined ? undefined : this.local.spend.cell(k))) };
+    return { keys, specs: `${kinds} ${numbers.join(' ')}`, settles: rules.some((r) => r.kind !== 'rpm'), spend: spendKeys.map((k) => (k === undefined ? undefined : this.local.spend.cell(k))) };
   }
 
   private run(s: Script, keys: string[], argv: string[]): Promise<unknown> {
@@ -427,7 +430,10 @@ const ZERO: readonly [string, string] = ['0', '0'];
 const CURSOR = new ReplyCursor();
 const MAX_OPS = 256;
 
-/** An admission's verdict from its answer; the local view's budget counters follow what Redis answered. */
+/**
+ * An admission's verdict from its answer: the tightest rpm and tpm rule (what the rate-limit headers name) and every
+ * budget's spend; the local view's budget counters follow what Redis answered.
+ */
 function verdict(a: AdmitInput, p: Prebuilt, res: ReplyCursor): Verdict {
   const n = a.rules.length;
   const v: Verdict = { ok: res.number() === 1, refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
@@ -436,16 +442,20 @@ function verdict(a: AdmitInput, p: Prebuilt, res: ReplyCursor): Verdict {
     v.retryAfterMs = res.number();
     return v;
   }
-  for (let i = 0; i < n; i++) {
-    if (a.rules[i].kind === 'budget') {
-      v.spent[i] = res.spend() + a.reserve;
-      v.resetMs[i] = 0;
-      // The local view follows Redis, so a later outage starts from what all pods had spent.
-      p.spend[i]!.v = v.spent[i];
-    } else {
-      v.remaining[i] = res.number();
-      v.resetMs[i] = res.number();
+  for (let j = 0; j < 2; j++) {
+    const i = res.number();
+    const left = res.number();
+    const reset = res.number();
+    if (i >= 0) {
+      v.remaining[i] = left;
+      v.resetMs[i] = reset;
     }
+  }
+  for (let i = 0; i < n; i++) {
+    if (a.rules[i].kind !== 'budget') continue;
+    v.spent[i] = res.spend() + a.reserve;
+    // The local view follows Redis, so a later outage starts from what all pods had spent.
+    p.spend[i]!.v = v.spent[i];
   }
   return v;
 }

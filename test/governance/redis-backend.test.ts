@@ -6,6 +6,7 @@ import { generateApiKey } from '../../gateway/auth/api-key.ts';
 import { GatewayError } from '../../gateway/errors.ts';
 import type { GovernedCall, Ticket } from '../../gateway/governance/governor.ts';
 import { Governor } from '../../gateway/governance/governor.ts';
+import { MemoryBackend } from '../../gateway/governance/memory-backend.ts';
 import { RedisBackend } from '../../gateway/governance/redis-backend.ts';
 import type { LedgerRow } from '../../gateway/ledger/row.ts';
 import { compileSnapshot } from '../../gateway/snapshot/runtime.ts';
@@ -24,14 +25,16 @@ afterAll(async () => {
   await deleteRedisPrefix(`redis://${REDIS.host}:${REDIS.port}`, prefix);
 });
 
-function world(key: Record<string, unknown>, totalMs = 1000) {
+function world(key: Record<string, unknown>, totalMs = 1000, org: Record<string, unknown> = {}) {
+  // An organization with limits of its own gets a name of its own: its counters are not shared with other tests'.
+  const orgId = Object.keys(org).length ? `o${randomUUID().slice(0, 8)}` : 'o';
   const s = compileSnapshot(
     snapshotSchema.parse({
       providers: [{ id: 'p', baseUrl: 'http://127.0.0.1:9/v1', timeouts: { totalMs } }],
       pricingGroups: [{ id: 'g', mode: 'flat_tokens', prices: { input: '1', output: '2' } }],
       models: [{ id: 'm/a', pricingGroup: 'g', protocols: { openai: [{ provider: 'p', model: 'a' }] } }],
-      organizations: [{ id: 'o', models: ['*'] }],
-      apiKeys: [{ id: `k${randomUUID().slice(0, 8)}`, hash: K.hash, prefix: K.prefix, organization: 'o', project: 'web', ...key }],
+      organizations: [{ id: orgId, models: ['*'], ...org }],
+      apiKeys: [{ id: `k${randomUUID().slice(0, 8)}`, hash: K.hash, prefix: K.prefix, organization: orgId, project: 'web', ...key }],
     }),
   );
   const k = s.keysByHash.get(K.hash)!;
@@ -183,6 +186,31 @@ describe('redis backend', () => {
     await new Promise((r) => setTimeout(r, 600));
     const after = await Promise.all(Array.from({ length: 5 }, () => admit(g, c)));
     expect(after.filter((r) => !(r instanceof GatewayError))).toHaveLength(3);
+  });
+
+  it('names the tightest rpm and tpm rule of all scopes in its headers, as the in-process counters do', async () => {
+    // The script answers only the tightest rule of each kind; the memory backend answers every rule and the governor
+    // picks. Both must give the same headers.
+    const c = world({ limits: { rpm: 100, tpm: 100_000 } }, 1000, { limits: { rpm: 3, tpm: 500 } });
+    const now = Date.UTC(2026, 10, 25, 12, 0, 0);
+    const seen: Record<string, string>[] = [];
+    for (const b of [await backend(), new MemoryBackend()]) {
+      const g = new Governor({ backend: b, now: () => now });
+      const headers: Record<string, string> = {};
+      const rep = { header: (n: string, v: string) => (headers[n] = v) } as unknown as FastifyReply;
+      await g.admit(c, rep);
+      await g.admit(c, rep); // 400 bytes each: 100 tokens estimated
+      seen.push(headers);
+    }
+    expect(seen[0]).toEqual({
+      'x-ratelimit-limit-requests': '3',
+      'x-ratelimit-remaining-requests': '1',
+      'x-ratelimit-reset-requests': '40s',
+      'x-ratelimit-limit-tokens': '500',
+      'x-ratelimit-remaining-tokens': '300',
+      'x-ratelimit-reset-tokens': '24s',
+    });
+    expect(seen[1]).toEqual(seen[0]);
   });
 
   it('settles tokens per minute with the real usage, and a day budget starts afresh at UTC midnight (fake clock)', async () => {

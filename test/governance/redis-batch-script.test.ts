@@ -20,8 +20,9 @@ describe('batch script, concurrency sets', () => {
     const key = `${prefix}c`;
     // Limit 2. L0 at 200 s holds a slot to 260 s; L1, admitted with a clock 100 s behind, holds one to 160 s; at
     // 200 s again L1 has ended, so L2 is admitted with none left: what ZREMRANGEBYSCORE before each ZCARD gives.
-    const out = (await redis.eval(BATCH, 1, key, 'G 0 c:2:0:0', 'A 1 200000 L0 60000 1 0 0', 'A 1 100000 L1 60000 1 0 0', 'A 1 200000 L2 60000 1 0 0')) as string[];
-    expect(out).toEqual(['1 1 0', '1 0 0', '1 0 0']);
+    const out = (await redis.eval(BATCH, 1, key, 'G 0 c 2', 'A 1 200000 L0 60000 1 0 0', 'A 1 100000 L1 60000 1 0 0', 'A 1 200000 L2 60000 1 0 0')) as string[];
+    // Admitted, each: no rpm or tpm rule (-1) and no budget.
+    expect(out).toEqual(['1 -1 0 0 -1 0 0', '1 -1 0 0 -1 0 0', '1 -1 0 0 -1 0 0']);
     expect(await redis.zrange(key, 0, -1)).toEqual(['L0', 'L2']);
   });
 });
