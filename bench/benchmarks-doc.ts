@@ -78,6 +78,11 @@ export interface LimitsTargetRow {
   addedQuartilesUs?: [number, number];
   p99AtRateMs: number;
   p99AddedVsOffMs: number;
+  /**
+   * Redis gateways, when the Redis server runs on this machine: its CPU per request in this target's segments (all
+   * its threads, schedstat), median over the rounds of (this − its gateway's "off"), µs. Part of what the target adds.
+   */
+  redisServerUs?: number;
 }
 
 export interface LimitsResult {
@@ -235,7 +240,7 @@ function targets(r: BenchResults): Target[] {
     });
   }
   const lp = r.ledger.find((l) => l.backend === 'postgres');
-  if (lp) out.push({ name: 'Ledger into Postgres (end to end)', goal: '≥ 60,000 rows/s', figure: `${lp.endToEnd.toFixed(0)} rows/s (statement alone ${lp.statement.toFixed(0)})`, met: lp.endToEnd >= 60_000 });
+  if (lp) out.push({ name: 'Ledger into Postgres (end to end)', goal: '≥ 60,000 rows/s', figure: `${lp.endToEnd.toFixed(0)} rows/s (statement alone ${lp.statement.toFixed(0)}${lp.runs && lp.runs.length > 1 ? `; median of ${lp.runs.length} runs: ${lp.runs.map((x) => x.toFixed(0)).join(', ')}` : ''})`, met: lp.endToEnd >= 60_000 });
   const dt = r.ttfb.find((t) => t.target === 'direct');
   const tb = r.ttfb.find((t) => t.target === 'bare');
   for (const tg of TOLLGATES) {
@@ -265,12 +270,15 @@ function targets(r: BenchResults): Target[] {
         });
         continue;
       }
+      // Counters in Redis: the Redis server's CPU for the request is part of what it costs (when it was counted).
+      const total = t.addedVsOffUs + (t.redisServerUs ?? 0);
+      const split = t.redisServerUs !== undefined ? `: gateway ${t.addedVsOffUs.toFixed(1)} + Redis server ${t.redisServerUs.toFixed(1)} µs` : '';
       out.push({
-        name: `CPU a governed request adds over limits off, ${t.target === 'limits-redis' ? 'counters in Redis' : 'counters in-process'} (13 rules: key, project, organization)`,
+        name: `CPU a governed request adds over limits off, ${t.target === 'limits-redis' ? 'counters in Redis, the Redis server included' : 'counters in-process'} (13 rules: key, project, organization)`,
         goal: `≤ ${goal} µs`,
-        figure: `${t.addedVsOffUs.toFixed(1)} µs (${t.cpuUsPerRequest.toFixed(1)} µs; p99 at ${r.limits.rate} req/s ${t.p99AddedVsOffMs >= 0 ? '+' : ''}${t.p99AddedVsOffMs.toFixed(2)} ms${control ? `; control, limits off twice: ${control.addedVsOffUs.toFixed(1)} µs` : ''})`,
+        figure: `${total.toFixed(1)} µs${split} (${t.cpuUsPerRequest.toFixed(1)} µs; p99 at ${r.limits.rate} req/s ${t.p99AddedVsOffMs >= 0 ? '+' : ''}${t.p99AddedVsOffMs.toFixed(2)} ms${control ? `; control, limits off twice: ${control.addedVsOffUs.toFixed(1)} µs` : ''})`,
         // When two identical gateways differ by more than the goal, this run cannot tell whether it is met.
-        met: (control && Math.abs(control.addedVsOffUs) > goal) || (r.limits.cpuResolutionUs ?? 0) > goal ? undefined : t.addedVsOffUs <= goal,
+        met: (control && Math.abs(control.addedVsOffUs) > goal) || (r.limits.cpuResolutionUs ?? 0) > goal ? undefined : total <= goal,
         floor: bare ? `${bare.cpuUsPerRequest.toFixed(1)} µs` : undefined,
       });
     }
@@ -486,6 +494,13 @@ export function renderBenchmarks(r: BenchResults): string {
   s.push('## Ledger writer');
   s.push('');
   s.push('End to end: `record()` (one journal append, the request path) for every row, the background writer moving sealed segments into the database (Postgres: three batches in flight; PGlite: one; rows of recent segments handed over from memory, a backlog beyond that read back from its files), until `flush()` returns. Statement alone: `writeUsageBatch` (raw insert + hourly rollup in one statement, the batch as one jsonb parameter) in 2,000-row batches, one at a time.');
+  const lpRuns = r.ledger.find((l) => l.runs && l.runs.length > 1);
+  if (lpRuns) {
+    s.push('');
+    s.push(
+      `Postgres runs after the gateways' scenarios: first a \`CHECKPOINT\` (their databases' writes), then a wait until the machine is under 10 % busy over half a second (it read ${((lpRuns.busyBefore ?? 0) * 100).toFixed(0)} %), then ${lpRuns.runs!.length} runs, each on a fresh database; the row is the median run (end to end, rows/s: ${lpRuns.runs!.map((x) => x.toFixed(0)).join(', ')}).`,
+    );
+  }
   s.push('');
   s.push(
     table(
@@ -576,7 +591,19 @@ export function renderLimits(l: BenchResults['limits']): string {
   }
   out.push('');
   const quartiles = (t: LimitsTargetRow) => (t.addedQuartilesUs ? ` (${t.addedQuartilesUs[0].toFixed(1)} … ${t.addedQuartilesUs[1].toFixed(1)})` : '');
-  out.push(table(['target', 'CPU µs / request', 'added vs limits off, µs (quartiles)', `p99 at ${l.rate} req/s, ms`, 'p99 added, ms'], l.targets.map((t) => [t.target, t.cpuUsPerRequest.toFixed(1), t.target === 'limits-off' ? '—' : t.addedVsOffUs.toFixed(1) + quartiles(t), t.p99AtRateMs.toFixed(2), t.target === 'limits-off' ? '—' : t.p99AddedVsOffMs.toFixed(2)])));
+  const redisCounted = l.targets.some((t) => t.redisServerUs !== undefined);
+  out.push(
+    table(
+      ['target', 'CPU µs / request', 'added vs limits off, µs (quartiles)', ...(redisCounted ? ['Redis server µs / request'] : []), `p99 at ${l.rate} req/s, ms`, 'p99 added, ms'],
+      l.targets.map((t) => [t.target, t.cpuUsPerRequest.toFixed(1), t.target === 'limits-off' ? '—' : t.addedVsOffUs.toFixed(1) + quartiles(t), ...(redisCounted ? [t.redisServerUs !== undefined ? t.redisServerUs.toFixed(1) : '—'] : []), t.p99AtRateMs.toFixed(2), t.target === 'limits-off' ? '—' : t.p99AddedVsOffMs.toFixed(2)]),
+    ),
+  );
+  if (redisCounted) {
+    out.push('');
+    out.push(
+      "The Redis server runs on this machine, so its CPU is counted too: all of its threads' time on a CPU (schedstat) over each Redis gateway's segments, lead-in included, per request, paired with the same gateway's unlimited key in the same round (whose requests cost Redis nothing). It is the script that checks and updates the 13 counters; the headline figure for counters in Redis is the gateway's added CPU plus this.",
+    );
+  }
   if (l.instructions) {
     const i = l.instructions;
     out.push('');

@@ -1,5 +1,6 @@
 // A fresh Postgres database per benchmark run, dropped afterwards; the run never touches other databases' data.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { cpuSeconds } from './proc.ts';
 
@@ -84,4 +85,36 @@ export async function createBenchDatabase(adminUrl: string, label: string): Prom
       }
     },
   };
+}
+
+/** The machine's busy share of all cores over `ms`, from /proc/stat (user + nice + system + irq + softirq + steal). */
+async function machineBusy(ms: number): Promise<number> {
+  const read = () => {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
+    const idle = f[3] + f[4];
+    return { idle, total: f.reduce((a, b) => a + b, 0) };
+  };
+  const a = read();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = read();
+  return b.total === a.total ? 0 : 1 - (b.idle - a.idle) / (b.total - a.total);
+}
+
+/**
+ * Before a database throughput scenario: Postgres writes out what earlier scenarios left dirty (CHECKPOINT), then
+ * the machine is waited on until it is quiet (under 10 % busy over half a second, at most 30 s), so the figure is
+ * the writer's, not the tail of the run before it. Returns the busy share last read.
+ */
+export async function quietPostgres(adminUrl: string): Promise<number> {
+  const c = new pg.Client({ connectionString: adminUrl });
+  await c.connect();
+  try {
+    await c.query('CHECKPOINT');
+  } finally {
+    await c.end();
+  }
+  const deadline = performance.now() + 30_000;
+  let busy = await machineBusy(500);
+  while (busy >= 0.1 && performance.now() < deadline) busy = await machineBusy(500);
+  return busy;
 }

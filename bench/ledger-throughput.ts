@@ -18,6 +18,10 @@ export interface LedgerThroughput {
   statement: number;
   /** Rows found in the database afterwards (must equal 2 × rows). */
   stored: number;
+  /** When the scenario ran several times (bench/run.ts): each run's end-to-end rows/s, in order; this is the median run. */
+  runs?: number[];
+  /** The machine's busy share (all cores) just before the first run, after the quiet wait. */
+  busyBefore?: number;
 }
 
 const MODELS = ['gpt-4o-mini', 'gpt-4o', 'claude-sonnet-4-5', 'gemini-2.5-flash'];

@@ -52,7 +52,7 @@ import { cpuSecondsFine, freePort, spawnServer } from './proc.ts';
 import type { ServerProc } from './proc.ts';
 import { benchConfig, GATEWAY_NODE_OPTIONS, startBare, startUpstream } from './targets.ts';
 import type { Running } from './targets.ts';
-import { deleteRedisPrefix } from './redis-keys.ts';
+import { deleteRedisPrefix, localRedisPid } from './redis-keys.ts';
 
 const { values } = parseArgs({
   options: {
@@ -283,6 +283,9 @@ try {
   // Per gateway and state (and the bare floor): CPU per request of each round's segment.
   const cpu = new Map<string, number[]>();
   const push = (m: Map<string, number[]>, k: string, v: number) => m.set(k, [...(m.get(k) ?? []), v]);
+  // The Redis server's CPU in each Redis gateway's segments (it does the counting's other half), when it runs here.
+  const redisPid = gateways.some((g) => g.name.startsWith('limits-redis')) ? await localRedisPid(values.redis) : undefined;
+  const redisCpu = new Map<string, number[]>();
   const callsPerRequest: number[] = [];
   const baseCallsPerRequest: number[] = [];
   for (const g of gateways) for (const state of g.states) await segment(g.targets[state], body, 0, 1000); // first warm-up: every path compiled
@@ -294,7 +297,11 @@ try {
       for (const state of rev ? [...g.states].reverse() : g.states) {
         const redis = g.name.startsWith('limits-redis') && state === 'on';
         const c0 = redis ? await redisCalls(g.admin) : 0;
+        const counted = redisPid !== undefined && g.name.startsWith('limits-redis');
+        const r0 = counted ? cpuSecondsFine(redisPid) : 0;
         push(cpu, `${g.name}/${state}`, await segment(g.targets[state], body, requests, warmup));
+        // Over the whole segment, its lead-in too (the same requests): per request of both.
+        if (counted) push(redisCpu, `${g.name}/${state}`, (cpuSecondsFine(redisPid) - r0) / (requests + warmup));
         if (redis && g.name === 'limits-redis') callsPerRequest.push(((await redisCalls(g.admin)) - c0) / requests);
         else if (redis) baseCallsPerRequest.push(((await redisCalls(g.admin)) - c0) / requests);
       }
@@ -329,6 +336,7 @@ try {
       addedQuartilesUs: [+quantile(d, 0.25).toFixed(2), +quantile(d, 0.75).toFixed(2)],
       p99AtRateMs: +med(p99.get(key) ?? []).toFixed(2),
       p99AddedVsOffMs: +med(pairedWith(p99, key, off)).toFixed(2),
+      ...(redisCpu.has(key) ? { redisServerUs: +(med(pairedWith(redisCpu, key, off)) * 1e6).toFixed(2) } : {}),
     };
   };
   const rows: LimitsTargetRow[] = [];

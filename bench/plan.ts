@@ -20,6 +20,8 @@ export interface BenchPlan {
   concurrentPaceMs: number;
   concurrentRampMs: number;
   ledgerRows: number;
+  /** Runs of the Postgres ledger scenario (each on a fresh database); the median is reported. */
+  ledgerRuns: number;
   seedRows: number;
   reportRepeats: number;
   profileSeconds: number;
@@ -51,6 +53,7 @@ export const FULL: BenchPlan = {
   concurrentPaceMs: 1200,
   concurrentRampMs: 20_000,
   ledgerRows: 200_000,
+  ledgerRuns: 3,
   seedRows: 10_000_000,
   reportRepeats: 50,
   profileSeconds: 8,
@@ -78,6 +81,7 @@ export const SMOKE: BenchPlan = {
   concurrentPaceMs: 50,
   concurrentRampMs: 2000,
   ledgerRows: 5_000,
+  ledgerRuns: 1,
   seedRows: 10_000,
   reportRepeats: 5,
   profileSeconds: 0,
