@@ -167,8 +167,9 @@ local function admit(g, now, lease, leaseMs, tokens, rw, rf)
     end
   end
   -- The request's settlement mark: its settlement applies only while the mark exists, so one sent again after a
-  -- lost answer (the connection dropped after Redis ran it) is not counted twice.
-  if g.settles then call('SET', KEYS[k + 1] .. '|s|' .. lease, '1', 'PX', leaseMs + MARK_GRACE) end
+  -- lost answer (the connection dropped after Redis ran it) is not counted twice. Only tokens and spend need it: a
+  -- slot is freed by removing its lease, which counts once by itself.
+  if g.marks then call('SET', KEYS[k + 1] .. '|s|' .. lease, '1', 'PX', leaseMs + MARK_GRACE) end
   local ends = now + leaseMs
   local score
   for i = 1, g.n do
@@ -196,7 +197,7 @@ end
 local function settle(g, now, lease, dt, dw, df)
   local k, kinds = g.k, g.kinds
   -- Tokens and spend only once per admission (see the mark in admit); the slot is released whatever.
-  if call('DEL', KEYS[k + 1] .. '|s|' .. lease) == 0 then
+  if g.marks and call('DEL', KEYS[k + 1] .. '|s|' .. lease) == 0 then
     dt, dw, df = 0, 0, 0
   end
   for i = 1, g.n do
@@ -259,13 +260,13 @@ for at = 1, #ARGV do
   elseif op == 'G' then
     local it = gmatch(s, '%S+')
     it()
-    local g = {k = tonum(it()), kinds = {}, lims = {}, bs = {}, ttls = {}, settles = false, fetched = false}
+    local g = {k = tonum(it()), kinds = {}, lims = {}, bs = {}, ttls = {}, marks = false, fetched = false}
     local ks = it()
     local n = #ks
     local f = '1 %d %d %d %d %d %d'
     for i = 1, n do
       local kind = sub(ks, i, i)
-      if kind ~= 'r' then g.settles = true end
+      if kind == 't' or kind == 'b' then g.marks = true end
       g.kinds[i] = kind
       g.lims[i] = tonum(it())
       if kind == 'b' then

@@ -25,4 +25,15 @@ describe('batch script, concurrency sets', () => {
     expect(out).toEqual(['1 -1 0 0 -1 0 0', '1 -1 0 0 -1 0 0', '1 -1 0 0 -1 0 0']);
     expect(await redis.zrange(key, 0, -1)).toEqual(['L0', 'L2']);
   });
+
+  it('frees a slot once however often its settlement is sent, and leaves no settlement mark without tokens or spend to settle', async () => {
+    const key = `${prefix}c2`;
+    const call = (...ops: string[]) => redis.eval(BATCH, 1, key, 'G 0 c 2', ...ops) as Promise<string[]>;
+    expect(await call('A 1 100000 L0 60000 1 0 0', 'A 1 100000 L1 60000 1 0 0')).toEqual(['1 -1 0 0 -1 0 0', '1 -1 0 0 -1 0 0']);
+    // L0's settlement sent twice (a replay after a lost answer): one slot freed, not two.
+    await call('S 1 100001 L0 0 0 0', 'S 1 100001 L0 0 0 0');
+    expect(await redis.zrange(key, 0, -1)).toEqual(['L1']);
+    expect(await call('A 1 100002 L2 60000 1 0 0', 'A 1 100002 L3 60000 1 0 0')).toEqual(['1 -1 0 0 -1 0 0', '0 0 1000']);
+    expect(await redis.exists(`${key}|s|L0`, `${key}|s|L1`, `${key}|s|L2`)).toBe(0);
+  });
 });
