@@ -1,8 +1,8 @@
 // A fresh Postgres database per benchmark run, dropped afterwards; the run never touches other databases' data.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import pg from 'pg';
-import { cpuSeconds } from './proc.ts';
+import { cpuSeconds, machineBusySeconds } from './proc.ts';
 
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -87,17 +87,11 @@ export async function createBenchDatabase(adminUrl: string, label: string): Prom
   };
 }
 
-/** The machine's busy share of all cores over `ms`, from /proc/stat (user + nice + system + irq + softirq + steal). */
+/** The machine's busy share of all cores over `ms` (proc.ts reads /proc/stat). */
 async function machineBusy(ms: number): Promise<number> {
-  const read = () => {
-    const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
-    const idle = f[3] + f[4];
-    return { idle, total: f.reduce((a, b) => a + b, 0) };
-  };
-  const a = read();
+  const b0 = machineBusySeconds();
   await new Promise((r) => setTimeout(r, ms));
-  const b = read();
-  return b.total === a.total ? 0 : 1 - (b.idle - a.idle) / (b.total - a.total);
+  return (machineBusySeconds() - b0) / ((ms / 1000) * availableParallelism());
 }
 
 /**
