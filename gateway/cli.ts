@@ -98,7 +98,7 @@ async function main(argv: string[]): Promise<number> {
       redisPrefix: process.env.TOLLGATE_REDIS_PREFIX || undefined,
       ratesWhenRedisDown: process.env.TOLLGATE_RATES_WHEN_REDIS_DOWN === 'refuse' ? 'refuse' : undefined,
       redisTimeoutMs: intFlag('TOLLGATE_REDIS_TIMEOUT_MS', process.env.TOLLGATE_REDIS_TIMEOUT_MS, 1, 2 ** 31),
-      leaseGraceMs: intFlag('TOLLGATE_LIMITS_LEASE_GRACE_MS', process.env.TOLLGATE_LIMITS_LEASE_GRACE_MS, 0, 2 ** 31),
+      redisPodTtlMs: intFlag('TOLLGATE_REDIS_POD_TTL_MS', process.env.TOLLGATE_REDIS_POD_TTL_MS, 300, 2 ** 31),
     };
     // Loaded only here so key commands stay instant and need no database. The store starts opening first (the
     // embedded one boots in a process of its own, the longest step of a start) while the gateway's modules load.

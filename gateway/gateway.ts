@@ -76,8 +76,8 @@ export interface GatewayOptions {
   redisTimeoutMs?: number;
   /** Rates and concurrency while Redis is unreachable: a local per-pod limiter (default) or refuse. */
   ratesWhenRedisDown?: RatesWhenDown;
-  /** Added to a provider's total timeout to make a concurrency lease (default 10 s); the CLI reads TOLLGATE_LIMITS_LEASE_GRACE_MS. */
-  leaseGraceMs?: number;
+  /** How long a silent pod stays counted in Redis (default 15 s): its concurrency slots come back after it; TOLLGATE_REDIS_POD_TTL_MS. */
+  redisPodTtlMs?: number;
   /** OTEL_* environment and, for tests, an injected span exporter. */
   telemetry?: Pick<TelemetryOptions, 'env' | 'spanExporter'>;
   /** Upstream target health (default: the process-wide registry); tests running several pods in one process give each its own. */
@@ -153,7 +153,7 @@ export async function startGateway(opts: GatewayOptions): Promise<RunningGateway
   observeUpstreams(telemetry.meter, health);
   const upstream = new UpstreamClient();
   const inflight = new InFlight();
-  const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, redisTimeoutMs: opts.redisTimeoutMs, leaseGraceMs: opts.leaseGraceMs, log, store, holder, meter: telemetry.meter });
+  const governor = await createGovernor({ redisUrl: opts.redisUrl, redisPrefix: opts.redisPrefix, ratesWhenDown: opts.ratesWhenRedisDown, redisTimeoutMs: opts.redisTimeoutMs, redisPodTtlMs: opts.redisPodTtlMs, log, store, holder, meter: telemetry.meter });
   const draining = { value: false };
   const ctx: GatewayContext = {
     holder,

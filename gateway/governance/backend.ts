@@ -9,10 +9,10 @@ export interface AdmitInput {
    */
   spendKeys: readonly (string | undefined)[];
   now: number;
-  /** Unique per request: the concurrency lease member. */
+  /** Unique per request: names it in a shared backend's local view while the shared one is unreachable. */
   lease: string;
-  /** How long a concurrency slot lives if its pod never releases it. */
-  leaseMs: number;
+  /** Set by a shared backend: the request's concurrency slots are counted in it (and freed by its settlement). */
+  counted: boolean;
   /** Tokens taken from every tpm rule at admission (the input estimate); settled to the real usage later. */
   tokens: number;
   /** Femtopoints reserved on every budget rule at admission; settled to the exact charge later. */
@@ -40,6 +40,8 @@ export interface SettleInput {
   spendKeys: readonly (string | undefined)[];
   now: number;
   lease: string;
+  /** See AdmitInput: the settlement frees the slots only if set (and clears it). */
+  counted: boolean;
   /** Real tokens minus the admitted estimate (may be negative). */
   tokensDelta: number;
   /** Exact charge minus the reservation, femtopoints (may be negative). */

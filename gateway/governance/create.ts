@@ -26,7 +26,7 @@ export interface CreateGovernorOptions {
   holder: SnapshotHolder;
   meter?: Meter;
   reconcileEveryMs?: number;
-  leaseGraceMs?: number;
+  redisPodTtlMs?: number;
 }
 
 export async function createGovernor(o: CreateGovernorOptions): Promise<Governor> {
@@ -40,7 +40,7 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
       calls.add(1);
       if (n > 0) admissions.add(n);
     } : undefined;
-    const redis = new RedisBackend({ url: o.redisUrl, prefix: o.redisPrefix, ratesWhenDown: o.ratesWhenDown, commandTimeoutMs: o.redisTimeoutMs, log: o.log, onBatch });
+    const redis = new RedisBackend({ url: o.redisUrl, prefix: o.redisPrefix, ratesWhenDown: o.ratesWhenDown, commandTimeoutMs: o.redisTimeoutMs, podTtlMs: o.redisPodTtlMs, log: o.log, onBatch });
     try {
       await redis.ready();
     } catch {
@@ -58,7 +58,7 @@ export async function createGovernor(o: CreateGovernorOptions): Promise<Governor
     const g = o.meter.createObservableGauge('tollgate.limits.degraded', { description: '1 while the shared limit counters (Redis) cannot be reached and limits are served from this pod\'s local view.' });
     g.addCallback((r) => r.observe(degraded() ? 1 : 0, { 'tollgate.limits.backend': backend.kind }));
   }
-  const governor = new Governor({ backend, leaseGraceMs: o.leaseGraceMs });
+  const governor = new Governor({ backend });
   const every = o.reconcileEveryMs ?? 60_000;
   let running = false;
   const tick = () => {

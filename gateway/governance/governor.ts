@@ -35,25 +35,21 @@ export interface GovernorOptions {
   backend: CounterBackend;
   /** Injectable clock (tests move it across a calendar boundary). */
   now?: () => number;
-  /** Added to the provider's total timeout to make a concurrency lease. */
-  leaseGraceMs?: number;
 }
 
-// Concurrency leases are named per pod so two pods never release each other's slots.
+// Leases are named per pod: unique across pods.
 const POD = randomUUID().slice(0, 8);
 let seq = 0;
 
 export class Governor {
   readonly backend: CounterBackend;
   readonly now: () => number;
-  private readonly leaseGraceMs: number;
   /** The last ledger reconciliation's spend per organization and key with a budget (JSON, spend-report.ts). */
   spendReport: string | undefined;
 
   constructor(opts: GovernorOptions) {
     this.backend = opts.backend;
     this.now = opts.now ?? Date.now;
-    this.leaseGraceMs = opts.leaseGraceMs ?? 10_000;
   }
 
   /**
@@ -69,7 +65,7 @@ export class Governor {
     const set = ruleSetOf(rules, now);
     // The reservation: the request's input priced as if 4 bytes were one token (no output assumed). See docs/limits.md for the bound this gives.
     const reserve = !set.budgets || call.billing === 'output_only' ? 0n : inputUnits(call.model.pricing, Math.ceil(call.requestBytes / 4), call.key.organization.discount);
-    const ticket = new Ticket(this, call, set, now, reserve, call.targets[0].provider.timeouts.totalMs + this.leaseGraceMs);
+    const ticket = new Ticket(this, call, set, now, reserve);
     // The ticket is the backend's admission input (and later its settlement input): no object built per call.
     const v = this.backend.admit(ticket);
     if (v instanceof Promise) return v.then((verdict) => this.decide(ticket, verdict, reply));
@@ -215,7 +211,7 @@ export class Ticket implements AdmitInput, SettleInput {
   readonly set: RuleSet;
   readonly now: number;
   readonly reserve: bigint;
-  readonly leaseMs: number;
+  counted = false;
   /** Set by finish: real tokens minus the estimate, exact charge minus the reservation. */
   tokensDelta = 0;
   spendDelta = 0n;
@@ -223,7 +219,7 @@ export class Ticket implements AdmitInput, SettleInput {
   private row: LedgerRow | undefined;
   private leaseId: string | undefined;
   private done = false;
-  constructor(gov: Governor, call: GovernedCall, set: RuleSet, now: number, reserve: bigint, leaseMs: number) {
+  constructor(gov: Governor, call: GovernedCall, set: RuleSet, now: number, reserve: bigint) {
     this.gov = gov;
     this.call = call;
     this.set = set;
@@ -231,11 +227,10 @@ export class Ticket implements AdmitInput, SettleInput {
     this.spendKeys = set.keys;
     this.now = now;
     this.reserve = reserve;
-    this.leaseMs = leaseMs;
     this.tokens = Math.ceil(call.requestBytes / 4);
   }
 
-  /** The concurrency lease member, named on first use: in-process counters never ask for it. */
+  /** The request's name, made on first use: only a shared backend serving from its local view asks for it. */
   get lease(): string {
     return (this.leaseId ??= `${POD}:${++seq}`);
   }

@@ -35,6 +35,11 @@ export interface RedisBackendOptions {
   onBatch?: (admissions: number) => void;
   /** Called on every change of degraded state (metrics). */
   onDegraded?: (degraded: boolean) => void;
+  /**
+   * How long a pod stays counted after its last heartbeat (default 15 s; it beats every third of that). A dead pod's
+   * concurrency slots come back this long after its last beat, and the pod shares are counted over it.
+   */
+  podTtlMs?: number;
 }
 
 /** The script commands with lists as arguments and answers as bytes (ioredis' *Buffer variants). */
@@ -56,9 +61,8 @@ const S_BATCH = script(BATCH);
 const S_RAISE = script(RAISE);
 const S_ADD = script(ADD_SPEND);
 const S_PODS = script(PODS);
-// A pod says it is alive this often; one silent for PODS_TTL_MS no longer counts in the others' shares.
-const PODS_EVERY_MS = 5000;
-const PODS_TTL_MS = 15_000;
+// A pod silent this long no longer counts in the others' shares, and its concurrency slots are freed.
+const POD_TTL_MS = 15_000;
 
 /** A rules list's Redis names and spec strings, built once per rules list and period (see `prebuilt`). */
 interface Prebuilt {
@@ -67,13 +71,23 @@ interface Prebuilt {
   specs: string;
   /** Whether a settlement touches anything (tpm, concurrency, budget): rpm-only lists settle nothing. */
   settles: boolean;
+  /** This pod's slots held in Redis per concurrency rule of the list (shared by name with other lists); undefined if none. */
+  slots: Held[] | undefined;
   /** Parallel to the rules: a budget's counter in the local view (kept following Redis), undefined for others. */
   spend: (SpendCell | undefined)[];
 }
 
+/** How many requests this pod holds a slot of one concurrency rule for in Redis (counted under its incarnation). */
+interface Held {
+  key: string;
+  n: number;
+}
+
 type Op =
+  | { kind: 'I' }
   | { kind: 'A'; a: AdmitInput; p: Prebuilt; resolve: (v: Verdict) => void }
   | { kind: 'S'; s: SettleInput }
+  | { kind: 'T'; r: { s: SettleInput; done: string; seq: number } }
   | { kind: 'P'; rules: readonly Rule[]; spendKeys: readonly (string | undefined)[]; now: number; resolve: (v: Verdict) => void };
 
 /**
@@ -81,12 +95,23 @@ type Op =
  * of its requests the call carries; each admission or settlement then adds one short argument naming it.
  */
 class Batch {
+  /** The pod incarnation its concurrency operations count under (fixed when the batch is opened). */
+  readonly inc: number;
+  /** Its number: Redis keeps the last one run per incarnation, so a failed call's settlements are sent again only if it never ran. */
+  readonly seq: number;
+  /** Whether its I operation is in (before the first operation on a list with a concurrency rule). */
+  introduced = false;
   readonly keys: string[] = [];
   readonly argv: string[] = [];
   readonly ops: Op[] = [];
   /** Each rules list in this call and its number (1, 2, ..) in the script. */
   readonly lists = new Map<Prebuilt, number>();
   admissions = 0;
+
+  constructor(inc: number, seq: number) {
+    this.inc = inc;
+    this.seq = seq;
+  }
 
   /** The number of a rules list in this call, sending its keys and specs with its first use. */
   list(p: Prebuilt): number {
@@ -116,10 +141,20 @@ export class RedisBackend implements CounterBackend {
   readonly share = new PodShare();
   private readonly podId = randomUUID();
   private readonly podsTimer: NodeJS.Timeout;
+  private readonly podTtlMs: number;
+  /**
+   * The pod's incarnation for concurrency slots (redis-scripts.ts, BATCH): a new one after every failed call and
+   * whenever Redis says the current one was reaped. `registered` once a call under it was answered.
+   */
+  private inc = 1;
+  private registered = false;
+  /** Slots this pod holds in Redis per concurrency rule, adopted by each new incarnation. */
+  private readonly held = new Map<string, Held>();
   /** Spend accrued while degraded, per counter (with its ttl), added to Redis on recovery. */
   private readonly pending = new Map<string, { units: bigint; ttl: number }>();
-  /** Settlements whose call failed: Redis may or may not have run them, so they are sent again (they count once). */
-  private replays: SettleInput[] = [];
+  /** Settlements whose call failed, with where Redis keeps that call's number: sent again, they count once. */
+  private replays: { s: SettleInput; done: string; seq: number }[] = [];
+  private calls = 0;
   private retry: NodeJS.Timeout | undefined;
   degraded = false;
   private readonly settleDelayMs: number;
@@ -137,6 +172,7 @@ export class RedisBackend implements CounterBackend {
     this.log = opts.log;
     this.onDegraded = opts.onDegraded;
     this.onBatch = opts.onBatch;
+    this.podTtlMs = opts.podTtlMs ?? POD_TTL_MS;
     this.client = new Redis(opts.url, {
       // The backend gathers a turn's work into one script call itself (Batch).
       enableAutoPipelining: false,
@@ -154,23 +190,47 @@ export class RedisBackend implements CounterBackend {
       void this.flushPending();
       void this.countPods();
     });
-    this.podsTimer = setInterval(() => void this.countPods(), PODS_EVERY_MS);
+    this.podsTimer = setInterval(() => void this.countPods(), Math.max(1, Math.floor(this.podTtlMs / 3)));
     this.podsTimer.unref();
   }
 
-  /** Says this pod is alive and learns how many are: the share each takes of a limit if Redis goes away. */
-  async countPods(): Promise<void> {
+  /**
+   * Says this pod and its incarnation are alive and learns how many pods are (the share each takes of a limit if
+   * Redis goes away); reaps incarnations silent past the ttl, freeing their slots.
+   */
+  async countPods(leaving = false): Promise<void> {
     if (this.client.status !== 'ready') return;
+    const inc = this.inc;
+    const member = this.registered ? this.member() : '';
     try {
-      this.share.setPods(Number(await this.run(S_PODS, [this.prefix + 'pods'], [this.podId, String(PODS_TTL_MS)])));
+      const [pods, present] = (await this.run(S_PODS, [this.prefix + 'pods', this.prefix + 'alive'], [this.podId, String(this.podTtlMs), member, leaving ? '1' : '0'])) as [number, number];
+      this.share.setPods(Number(pods));
+      // Reaped (silent too long, e.g. a stalled event loop): what it held was freed, so a new incarnation adopts it.
+      if (!leaving && member !== '' && Number(present) === 0 && inc === this.inc) this.newIncarnation();
     } catch {
       // Unreachable: the count from the last answer stands, which is the one an outage needs.
     }
   }
 
+  private member(): string {
+    return `${this.podId}.${this.inc}`;
+  }
+
+  /**
+   * Starts counting slots under a new incarnation. The batch being gathered goes out under the old one first, so
+   * every batch counts under one; what the old one counted is reaped once it stops beating (a call may have run in
+   * Redis without its answer coming back), and the new one adopts the slots the pod still holds.
+   */
+  private newIncarnation(): void {
+    this.flushNow();
+    this.inc++;
+    this.registered = false;
+  }
+
   private setDegraded(d: boolean, why: string): void {
     if (this.degraded === d) return;
     this.degraded = d;
+    if (d) this.newIncarnation();
     if (!d) this.share.reset();
     if (d) this.log?.warn({ reason: why, ratesWhenDown: this.ratesWhenDown }, 'redis unreachable: limits degraded to the local view');
     else this.log?.info('redis reachable again: limits shared across pods');
@@ -202,6 +262,7 @@ export class RedisBackend implements CounterBackend {
 
   private build(rules: readonly Rule[], spendKeys: readonly (string | undefined)[]): Prebuilt {
     const keys: string[] = [];
+    let slots: Held[] | undefined;
     let kinds = '';
     const numbers: string[] = [];
     for (let i = 0; i < rules.length; i++) {
@@ -211,13 +272,22 @@ export class RedisBackend implements CounterBackend {
         const [w, f] = split(r.units!);
         kinds += 'b';
         numbers.push(w, f, String(spendTtl(r)));
+      } else if (r.kind === 'concurrency') {
+        // A hash of counts (redis-scripts.ts), not the sorted set of leases earlier versions kept under the rule's id.
+        const key = `${this.prefix}${r.id}|n`;
+        keys.push(key);
+        let h = this.held.get(key);
+        if (h === undefined) this.held.set(key, (h = { key, n: 0 }));
+        (slots ??= []).push(h);
+        kinds += 'c';
+        numbers.push(String(r.limit));
       } else {
         keys.push(this.prefix + r.id);
-        kinds += r.kind === 'rpm' ? 'r' : r.kind === 'tpm' ? 't' : 'c';
+        kinds += r.kind === 'rpm' ? 'r' : 't';
         numbers.push(String(r.limit));
       }
     }
-    return { keys, specs: `${kinds} ${numbers.join(' ')}`, settles: rules.some((r) => r.kind !== 'rpm'), spend: spendKeys.map((k) => (k === undefined ? undefined : this.local.spend.cell(k))) };
+    return { keys, specs: `${kinds} ${numbers.join(' ')}`, settles: rules.some((r) => r.kind !== 'rpm'), slots, spend: spendKeys.map((k) => (k === undefined ? undefined : this.local.spend.cell(k))) };
   }
 
   private run(s: Script, keys: string[], argv: string[]): Promise<unknown> {
@@ -234,7 +304,7 @@ export class RedisBackend implements CounterBackend {
   private batch(urgent: boolean): Batch {
     // A turn with very many requests is split, so one call (and one Lua run) stays bounded.
     if (this.open !== undefined && this.open.ops.length >= MAX_OPS) this.flushNow();
-    const b = (this.open ??= new Batch());
+    const b = (this.open ??= new Batch(this.inc, ++this.calls));
     if (urgent && !this.immediate) {
       this.immediate = true;
       setImmediate(this.flushNow);
@@ -261,6 +331,23 @@ export class RedisBackend implements CounterBackend {
     });
   };
 
+  /**
+   * A rules list's number in the batch; before the first settlement and the first operation on a list with a
+   * concurrency rule, the batch says its incarnation and number.
+   */
+  private group(b: Batch, p: Prebuilt, settling: boolean): number {
+    if ((settling || p.slots !== undefined) && !b.introduced) {
+      b.introduced = true;
+      let op = `I ${this.prefix}alive ${this.podId}.${b.inc} ${this.registered ? 0 : 1} ${b.seq}`;
+      // Registering: the slots held now are adopted. Counted from here on, since each later settlement comes after
+      // this in Redis' order (only the call that registers adopts: a member already there was adopted already).
+      if (!this.registered) for (const h of this.held.values()) if (h.n > 0) op += ` ${h.key} ${h.n}`;
+      b.argv.push(op);
+      b.ops.push({ kind: 'I' });
+    }
+    return b.list(p);
+  }
+
   private async send(b: Batch): Promise<void> {
     let res: Buffer[];
     try {
@@ -270,7 +357,7 @@ export class RedisBackend implements CounterBackend {
     } catch (err) {
       if (b.admissions > 0) this.log?.warn({ err: (err as Error).message }, 'redis admission failed; served from the local view');
       this.setDegraded(true, 'command failed');
-      for (const op of b.ops) this.failed(op);
+      for (const op of b.ops) this.failed(op, b);
       return;
     }
     // A timed-out command marks the pod degraded without a reconnect; the next answer ends that.
@@ -278,23 +365,40 @@ export class RedisBackend implements CounterBackend {
       this.setDegraded(false, 'answered');
       void this.flushPending();
     }
-    // One answer per admission and read, in order; settlements answer nothing.
+    // One answer per incarnation, admission and read, in order; settlements answer nothing.
+    const current = b.inc === this.inc;
+    let reaped = false;
     let at = 0;
     for (let i = 0; i < b.ops.length; i++) {
       const op = b.ops[i];
       // Latin-1: the answers are ASCII, and it is the cheapest decoding (one string per answer, read in place).
-      if (op.kind === 'A') op.resolve(verdict(op.a, op.p, CURSOR.reset(res[at++].toString('latin1'))));
-      else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, CURSOR.reset(res[at++].toString('latin1'))));
+      if (op.kind === 'A') {
+        const v = verdict(op.a, op.p, CURSOR.reset(res[at++].toString('latin1')));
+        // Slots count as held (and are freed by the settlement) only under the current incarnation: an older one's
+        // are reaped with it. A reaped incarnation's call counted none: they are held, and adopted by the next.
+        if (v.ok && op.p.slots !== undefined && current) {
+          op.a.counted = true;
+          for (let j = 0; j < op.p.slots.length; j++) op.p.slots[j].n++;
+        }
+        op.resolve(v);
+      } else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, CURSOR.reset(res[at++].toString('latin1'))));
+      else if (op.kind === 'I') {
+        if (res[at++].toString('latin1') === '1') {
+          if (current) this.registered = true;
+        } else reaped = true;
+      }
     }
+    if (reaped && current) this.newIncarnation();
   }
 
   /** What an operation does when its batch could not be sent. */
-  private failed(op: Op): void {
+  private failed(op: Op, b: Batch): void {
     if (op.kind === 'A') op.resolve(this.admitLocally(op.a));
     else if (op.kind === 'S') {
-      // Sent again on recovery: the connection may have dropped after Redis ran it, and its mark makes it count once.
-      this.replays.push(op.s);
-    } else void this.local.peek(op.rules, op.spendKeys, op.now).then(op.resolve);
+      // Sent again on recovery: Redis may have run the call (the connection dropped after), and then it keeps its number.
+      this.replays.push({ s: op.s, done: `${this.prefix}alive|${this.podId}.${b.inc}|d`, seq: b.seq });
+    } else if (op.kind === 'T') this.replays.push(op.r);
+    else if (op.kind === 'P') void this.local.peek(op.rules, op.spendKeys, op.now).then(op.resolve);
   }
 
   admit(a: AdmitInput): Verdict | Promise<Verdict> {
@@ -303,7 +407,7 @@ export class RedisBackend implements CounterBackend {
     const b = this.batch(true);
     const [rw, rf] = a.reserve === 0n ? ZERO : split(a.reserve);
     // Fields are space-separated: a lease is "pod:sequence" (governor.ts), never a space in it.
-    b.argv.push(`A ${b.list(p)} ${a.now} ${a.lease} ${a.leaseMs} ${a.tokens} ${rw} ${rf}`);
+    b.argv.push(`A ${this.group(b, p, false)} ${a.now} ${a.tokens} ${rw} ${rf}`);
     b.admissions++;
     return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'A', a, p, resolve }));
   }
@@ -314,7 +418,7 @@ export class RedisBackend implements CounterBackend {
       return { ok: false, refused: i, retryAfterMs: 1000, remaining: [], spent: [], resetMs: [] };
     }
     const rules = this.share.of(a.rules, a.spendKeys, (k) => this.local.spent(k));
-    const v = this.local.admit(rules === a.rules ? a : { rules, spendKeys: a.spendKeys, now: a.now, lease: a.lease, leaseMs: a.leaseMs, tokens: a.tokens, reserve: a.reserve });
+    const v = this.local.admit(rules === a.rules ? a : { rules, spendKeys: a.spendKeys, now: a.now, lease: a.lease, tokens: a.tokens, reserve: a.reserve, counted: false });
     if (v.ok) {
       this.localLeases.set(a.lease, rules);
       this.addPending(a.rules, a.spendKeys, a.reserve);
@@ -359,14 +463,21 @@ export class RedisBackend implements CounterBackend {
     }
     const replays = this.replays;
     this.replays = [];
-    for (const s of replays) this.sendSettle(s, this.prebuilt(s.rules, s.spendKeys));
+    // Their slots, if any, were adopted by the incarnation after the failure, or not held: a replay frees none.
+    for (const r of replays) {
+      const b = this.batch(false);
+      const [dw, df] = r.s.spendDelta === 0n ? ZERO : split(r.s.spendDelta);
+      b.argv.push(`T ${b.list(this.prebuilt(r.s.rules, r.s.spendKeys))} ${r.s.now} ${r.s.tokensDelta} ${dw} ${df} ${r.done} ${r.seq}`);
+      // Its own call failing, it is sent again under the same number.
+      b.ops.push({ kind: 'T', r });
+    }
   }
 
   settle(s: SettleInput): void {
     const local = this.localLeases.get(s.lease);
     if (local !== undefined) {
       this.localLeases.delete(s.lease);
-      this.local.settle(local === s.rules ? s : { rules: local, spendKeys: s.spendKeys, now: s.now, lease: s.lease, tokensDelta: s.tokensDelta, spendDelta: s.spendDelta });
+      this.local.settle(local === s.rules ? s : { rules: local, spendKeys: s.spendKeys, now: s.now, lease: s.lease, tokensDelta: s.tokensDelta, spendDelta: s.spendDelta, counted: false });
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
       return;
     }
@@ -374,18 +485,20 @@ export class RedisBackend implements CounterBackend {
     const p = this.prebuilt(s.rules, s.spendKeys);
     if (s.spendDelta !== 0n) for (let i = 0; i < p.spend.length; i++) if (p.spend[i] !== undefined) p.spend[i]!.v += s.spendDelta;
     if (!p.settles) return;
+    // No longer held, whatever happens to the settlement: a new incarnation does not adopt it.
+    const free = s.counted && p.slots !== undefined ? 1 : 0;
+    if (free === 1) {
+      s.counted = false;
+      for (let j = 0; j < p.slots!.length; j++) p.slots![j].n--;
+    }
     if (this.client.status !== 'ready') {
-      // Never sent: the spend is added on recovery (the slot expires with its lease).
+      // Never sent: the spend is added on recovery (the slot is reaped with the incarnation that counted it).
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
       return;
     }
-    this.sendSettle(s, p);
-  }
-
-  private sendSettle(s: SettleInput, p: Prebuilt): void {
     const b = this.batch(false);
     const [dw, df] = s.spendDelta === 0n ? ZERO : split(s.spendDelta);
-    b.argv.push(`S ${b.list(p)} ${s.now} ${s.lease} ${s.tokensDelta} ${dw} ${df}`);
+    b.argv.push(`S ${this.group(b, p, true)} ${s.now} ${s.tokensDelta} ${dw} ${df} ${free}`);
     b.ops.push({ kind: 'S', s });
   }
 
@@ -418,8 +531,8 @@ export class RedisBackend implements CounterBackend {
     if (this.retry !== undefined) clearTimeout(this.retry);
     clearInterval(this.podsTimer);
     await this.drain();
-    // Gone at once from the others' count, rather than after PODS_TTL_MS.
-    if (this.client.status === 'ready') await this.client.zrem(this.prefix + 'pods', this.podId).catch(() => undefined);
+    // Gone at once from the others' count, and its slots freed, rather than after the pod ttl.
+    await this.countPods(true);
     this.client.removeAllListeners('close');
     this.client.disconnect();
   }

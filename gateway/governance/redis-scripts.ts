@@ -8,8 +8,9 @@
 const COMMON = `
 local W = 60000
 local EPS = 1e-6
--- A settlement mark outlives the lease by this much: a settlement sent again after an outage up to then still counts.
-local MARK_GRACE = 600000
+-- How long a pod incarnation's last call number is kept: a settlement sent again after an outage up to then counts
+-- once (see T in BATCH).
+local DONE_MS = 600000
 local ONE = 1e15
 local fmt = string.format
 local function num(x) return fmt('%.17g', x) end
@@ -35,18 +36,36 @@ end
 /**
  * Every admission, settlement and read of one event-loop turn in one call. Each ARGV entry is one operation, its
  * fields separated by spaces, so a request adds one short argument and no key:
+ *   I alive member reg seq [key n ..]        the pod's incarnation (see "Concurrency" below) and this call's number,
+ *                                             before any settlement and any operation on a rules list with a
+ *                                             concurrency rule → "1" counted, "0" reaped
  *   G k kinds n1 n2 ..                       a rules list: its counters are KEYS[k+1 .. k+n], `kinds` one letter
  *                                             per rule, then each rule's numbers (see the top of this file); parsed
  *                                             once per call, named by its order (1, 2, ..)
- *   A g now lease leaseMs tokens rw rf       admit on rules list g, reserving tokens and rw/rf spend
+ *   A g now tokens rw rf                     admit on rules list g, reserving tokens and rw/rf spend
  *                                             → "1 ri rleft rreset ti tleft treset w1 f1 .." (the tightest rpm and
  *                                             tpm rule, -1 if none; each budget's spent) or "0 index retryAfterMs"
- *   S g now lease tokensDelta dw df          settle on rules list g (rpm rules are skipped) → nothing; tokens and
- *                                             spend count once per lease (a mark set by A), a slot is freed always
+ *   S g now tokensDelta dw df c              settle on rules list g (rpm rules are skipped) → nothing; c = 1 frees
+ *                                             the request's slots (the pod sends 1 only for slots counted in Redis
+ *                                             under its current incarnation, once)
+ *   T g now tokensDelta dw df done seq       a settlement sent again, its call having failed: counts only if that
+ *                                             call (number seq of the incarnation whose last call number is kept at
+ *                                             `done`) never ran → nothing
  *   P g now                                  read rules list g → "r1a r1b .." per rule: rpm/tpm {remaining, reset
  *                                             ms}, concurrency {remaining, 0}, budget {w, f} spent
- * The answer holds one string per A and P, in order. Each admission is all-or-nothing on its own rules; the
+ * The answer holds one string per I, A and P, in order. A call with settlements keeps its number (SET done, for
+ * DONE_MS): Redis runs an incarnation's calls in the order sent, so a failed call ran if and only if the number kept
+ * is at least its own, and its settlements, sent again, count once. Each admission is all-or-nothing on its own rules; the
  * operations run in the order the pod issued them.
+ *
+ * Concurrency: a hash per rule holds `t`, the requests in flight, and one field per pod incarnation (`member`), its
+ * share of `t`. A pod incarnation is alive while its member is in the sorted set `alive` (scored by Redis' clock,
+ * refreshed by the pod's heartbeat, PODS); a member silent past the ttl is reaped there: its share is taken off every
+ * `t` it is in (the set `alive|member` names them). So a dead pod's slots come back within the ttl, and a request's
+ * slots cost its call no command of their own: the hash is read once and written once per call. A pod starts a new
+ * incarnation whenever a call of its fails or it learns it was reaped; the first call of one registers it (`reg` 1)
+ * and adopts the slots the pod still holds (`key n` pairs), counted under it from then on. A member that is neither
+ * alive nor registering was reaped: its call counts no slot ("0"), and the pod adopts what it holds anew.
  */
 export const BATCH = `${COMMON}
 -- Library functions as locals: the script looks each up per use otherwise, some 40 times per admission.
@@ -55,8 +74,7 @@ local sub, match, gmatch = string.sub, string.match, string.gmatch
 -- Every counter the call touches is read from Redis once and written back once, at the end: a turn's requests share
 -- their key's, project's and organization's counters, so a call of n requests costs Redis a few commands per counter
 -- plus a few per request, not some 40 per request. Redis runs a script atomically with its clock stopped, so what the
--- cache holds is exactly what Redis would hold. Concurrency members (one per lease) and settlement marks are written
--- at once: their commands' answers are counted in the cache.
+-- cache holds is exactly what Redis would hold.
 local rates = {}
 local slots = {}
 local spends = {}
@@ -70,16 +88,15 @@ local function rate(key)
   end
   return c
 end
--- A concurrency set: used, its live members, cleared of leases expired up to at; ttl, set by an admission.
-local function slot(key, now)
+-- A concurrency hash: t, the requests in flight; mine, this incarnation's share of them; had, whether it had a field
+-- (then the hash is already named in its alive|member set).
+local me, live, touched = nil, false, nil
+local function slot(key)
   local c = slots[key]
   if c == nil then
-    call('ZREMRANGEBYSCORE', key, '-inf', int(now))
-    c = {used = call('ZCARD', key), at = now, ttl = nil}
+    local v = call('HMGET', key, 't', me)
+    c = {t = tonum(v[1] or '0'), mine = tonum(v[2] or '0'), had = v[2] ~= false, dirty = false}
     slots[key] = c
-  elseif now > c.at then
-    c.used = c.used - call('ZREMRANGEBYSCORE', key, '-inf', int(now))
-    c.at = now
   end
   return c
 end
@@ -128,7 +145,7 @@ end
 -- The answer: "1", then the rpm rule with the least left (0-based index, -1 if none), what it has left and its
 -- reset in whole ms (rounded up), the same for tpm, then each budget's spent w f in order: what the pod reads (its
 -- rate-limit headers name the tightest rule of each kind; budgets feed soft thresholds and the local view).
-local function admit(g, now, lease, leaseMs, tokens, rw, rf)
+local function admit(g, now, tokens, rw, rf)
   local k, kinds, lims = g.k, g.kinds, g.lims
   if not g.fetched then prefetch(g) end
   local ri, rrem, rreset, ti, trem, treset = -1, 0, 0, -1, 0, 0
@@ -154,8 +171,8 @@ local function admit(g, now, lease, leaseMs, tokens, rw, rf)
         if ri < 0 or left < rrem then ri, rrem, rreset = i - 1, left, ceil(nx - now) end
       elseif ti < 0 or left < trem then ti, trem, treset = i - 1, left, ceil(nx - now) end
     elseif kind == 'c' then
-      local c = slot(key, now)
-      if c.used >= a then return fmt('0 %d 1000', i - 1) end
+      local c = slot(key)
+      if c.t >= a then return fmt('0 %d 1000', i - 1) end
       cells[i] = c
     else
       local c = spend(key)
@@ -166,12 +183,6 @@ local function admit(g, now, lease, leaseMs, tokens, rw, rf)
       nv = nv + 2
     end
   end
-  -- The request's settlement mark: its settlement applies only while the mark exists, so one sent again after a
-  -- lost answer (the connection dropped after Redis ran it) is not counted twice. Only tokens and spend need it: a
-  -- slot is freed by removing its lease, which counts once by itself.
-  if g.marks then call('SET', KEYS[k + 1] .. '|s|' .. lease, '1', 'PX', leaseMs + MARK_GRACE) end
-  local ends = now + leaseMs
-  local score
   for i = 1, g.n do
     local kind = kinds[i]
     local c = cells[i]
@@ -180,12 +191,12 @@ local function admit(g, now, lease, leaseMs, tokens, rw, rf)
       c.px = ceil(nexts[i] - now) + 1000
       c.dirty = true
     elseif kind == 'c' then
-      score = score or int(ends)
-      c.used = c.used + call('ZADD', KEYS[k + i], score, lease)
-      c.ttl = leaseMs
-      -- A lease ending at or before the time the set was cleared up to (this admission's clock behind an earlier
-      -- one's in the same call): the next admission at or past its end must clear it, as per-op commands would.
-      if ends <= c.at then c.at = ends - 1 end
+      -- A reaped incarnation counts nothing: the pod adopts the slot with the others it holds (see I).
+      if live then
+        c.t = c.t + 1
+        c.mine = c.mine + 1
+        c.dirty = true
+      end
     else
       addCached(c, rw, rf, g.ttls[i])
     end
@@ -194,12 +205,9 @@ local function admit(g, now, lease, leaseMs, tokens, rw, rf)
   return fmt(g.fmt, unpack(vals, 1, nv))
 end
 
-local function settle(g, now, lease, dt, dw, df)
+local function settle(g, now, dt, dw, df, free)
   local k, kinds = g.k, g.kinds
-  -- Tokens and spend only once per admission (see the mark in admit); the slot is released whatever.
-  if g.marks and call('DEL', KEYS[k + 1] .. '|s|' .. lease) == 0 then
-    dt, dw, df = 0, 0, 0
-  end
+  if not g.fetched then prefetch(g) end
   for i = 1, g.n do
     local key = KEYS[k + i]
     local kind = kinds[i]
@@ -212,13 +220,48 @@ local function settle(g, now, lease, dt, dw, df)
         c.dirty = true
       end
     elseif kind == 'c' then
-      local removed = call('ZREM', key, lease)
-      local c = slots[key]
-      if c ~= nil then c.used = c.used - removed end
+      if free and live then
+        local c = slot(key)
+        -- Never below nothing: t stays the sum of the live incarnations' shares.
+        if c.mine > 0 then
+          c.t = c.t - 1
+          c.mine = c.mine - 1
+          c.dirty = true
+        end
+      end
     elseif kind == 'b' and (dw ~= 0 or df ~= 0) then
       addCached(spend(key), dw, df, g.ttls[i])
     end
   end
+end
+
+-- The pod's incarnation for this call: counted if alive, or registering (then it adopts the slots it holds).
+local seq, settled = nil, false
+local function incarnation(s)
+  local it = gmatch(s, '%S+')
+  it()
+  local alive = it()
+  me = it()
+  touched = alive .. '|' .. me
+  local reg = it()
+  seq = it()
+  if call('ZSCORE', alive, me) then
+    live = true
+  elseif reg == '1' then
+    local t = call('TIME')
+    call('ZADD', alive, fmt('%d', tonum(t[1]) * 1000 + floor(tonum(t[2]) / 1000)), me)
+    live = true
+    for key in it do
+      local c = slot(key)
+      local n = tonum(it())
+      c.t = c.t + n
+      c.mine = c.mine + n
+      c.dirty = true
+    end
+  else
+    live = false
+  end
+  return live and '1' or '0'
 end
 
 local function peek(g, now)
@@ -235,7 +278,8 @@ local function peek(g, now)
       res[2 * i - 1] = num(max(0, floor((W - (tat - now) + EPS) / t)))
       res[2 * i] = num(tat - now)
     elseif kind == 'c' then
-      res[2 * i - 1] = num(a - call('ZCOUNT', key, '(' .. num(now), '+inf'))
+      local c = slots[key]
+      res[2 * i - 1] = num(a - (c and c.t or tonum(call('HGET', key, 't') or '0')))
       res[2 * i] = '0'
     else
       local c = spend(key)
@@ -252,21 +296,27 @@ for at = 1, #ARGV do
   local s = ARGV[at]
   local op = sub(s, 1, 1)
   if op == 'A' then
-    local g, now, lease, leaseMs, tokens, rw, rf = match(s, '^A (%d+) (%S+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
-    out[#out + 1] = admit(groups[tonum(g)], tonum(now), lease, tonum(leaseMs), tonum(tokens), tonum(rw), tonum(rf))
+    local g, now, tokens, rw, rf = match(s, '^A (%d+) (%S+) (%S+) (%S+) (%S+)$')
+    out[#out + 1] = admit(groups[tonum(g)], tonum(now), tonum(tokens), tonum(rw), tonum(rf))
   elseif op == 'S' then
-    local g, now, lease, dt, dw, df = match(s, '^S (%d+) (%S+) (%S+) (%S+) (%S+) (%S+)$')
-    settle(groups[tonum(g)], tonum(now), lease, tonum(dt), tonum(dw), tonum(df))
+    local g, now, dt, dw, df, free = match(s, '^S (%d+) (%S+) (%S+) (%S+) (%S+) ([01])$')
+    settle(groups[tonum(g)], tonum(now), tonum(dt), tonum(dw), tonum(df), free == '1')
+    settled = true
+  elseif op == 'T' then
+    local g, now, dt, dw, df, done, n = match(s, '^T (%d+) (%S+) (%S+) (%S+) (%S+) (%S+) (%d+)$')
+    local last = call('GET', done)
+    if not last or tonum(last) < tonum(n) then settle(groups[tonum(g)], tonum(now), tonum(dt), tonum(dw), tonum(df), false) end
+  elseif op == 'I' then
+    out[#out + 1] = incarnation(s)
   elseif op == 'G' then
     local it = gmatch(s, '%S+')
     it()
-    local g = {k = tonum(it()), kinds = {}, lims = {}, bs = {}, ttls = {}, marks = false, fetched = false}
+    local g = {k = tonum(it()), kinds = {}, lims = {}, bs = {}, ttls = {}, fetched = false}
     local ks = it()
     local n = #ks
     local f = '1 %d %d %d %d %d %d'
     for i = 1, n do
       local kind = sub(ks, i, i)
-      if kind == 't' or kind == 'b' then g.marks = true end
       g.kinds[i] = kind
       g.lims[i] = tonum(it())
       if kind == 'b' then
@@ -283,12 +333,17 @@ for at = 1, #ARGV do
     out[#out + 1] = table.concat(peek(groups[tonum(g)], tonum(now)), ' ')
   end
 end
+-- This call ran: its settlements, if sent again, count no more (see T).
+if settled then call('SET', touched .. '|d', seq, 'PX', DONE_MS) end
 -- The write-back: each changed counter once, as the last operation that changed it left it.
 for key, c in pairs(rates) do
   if c.dirty then call('SET', key, num(c.v), 'PX', c.px) end
 end
 for key, c in pairs(slots) do
-  if c.ttl ~= nil then call('PEXPIRE', key, c.ttl) end
+  if c.dirty then
+    call('HSET', key, 't', fmt('%d', c.t), me, fmt('%d', c.mine))
+    if not c.had then call('SADD', touched, key) end
+  end
 end
 for key, c in pairs(spends) do
   if c.dirty then
@@ -322,16 +377,47 @@ return 1
 `;
 
 /**
- * Pod presence, for the share each pod takes of a limit while Redis is unreachable. KEYS[1] is a sorted set of pod
- * ids scored by when each last said it is alive (Redis' clock, so pods' clocks do not matter); ARGV: pod, ttl ms.
- * Adds or refreshes the pod, forgets pods silent past the ttl, and answers how many remain (this one included).
+ * Pod presence. KEYS[1] (`pods`) is a sorted set of pod ids scored by when each last said it is alive (Redis' clock, so
+ * pods' clocks do not matter), for the share each pod takes of a limit while Redis is unreachable; KEYS[2] (`alive`)
+ * holds pod incarnations the same way, for concurrency slots (see BATCH). ARGV: pod, ttl ms, member (the pod's
+ * current incarnation, '' before its first call), leaving ('1' on a clean shutdown).
+ * Refreshes the pod and its member (a member no longer there is not added back: it was reaped, and the pod starts a
+ * new incarnation), reaps members silent past the ttl (a few per call: every pod's heartbeat reaps), and answers
+ * how many pods remain (this one included) and whether the member was alive.
  */
 export const PODS = `
-local t = redis.call('TIME')
+local call = redis.call
+local t = call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - ttl)
-redis.call('PEXPIRE', KEYS[1], ttl * 2)
-return redis.call('ZCARD', KEYS[1])
+local pods, alive, member = KEYS[1], KEYS[2], ARGV[3]
+-- An incarnation's share comes off every count it is in, and it is forgotten.
+local function reap(m)
+  local set = alive .. '|' .. m
+  for _, key in ipairs(call('SMEMBERS', set)) do
+    local v = call('HGET', key, m)
+    if v then
+      -- As text: Lua would send minus zero as "-0", which HINCRBY refuses.
+      if v ~= '0' then call('HINCRBY', key, 't', string.format('%d', -tonumber(v))) end
+      call('HDEL', key, m)
+    end
+  end
+  call('DEL', set)
+  call('ZREM', alive, m)
+end
+local present = 0
+if ARGV[4] == '1' then
+  call('ZREM', pods, ARGV[1])
+  if member ~= '' then reap(member) end
+else
+  call('ZADD', pods, now, ARGV[1])
+  if member ~= '' and call('ZSCORE', alive, member) then
+    call('ZADD', alive, now, member)
+    present = 1
+  end
+end
+call('ZREMRANGEBYSCORE', pods, '-inf', now - ttl)
+call('PEXPIRE', pods, ttl * 2)
+for _, m in ipairs(call('ZRANGEBYSCORE', alive, '-inf', now - ttl, 'LIMIT', 0, 32)) do reap(m) end
+return {call('ZCARD', pods), present}
 `;

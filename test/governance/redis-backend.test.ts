@@ -8,6 +8,7 @@ import type { GovernedCall, Ticket } from '../../gateway/governance/governor.ts'
 import { Governor } from '../../gateway/governance/governor.ts';
 import { MemoryBackend } from '../../gateway/governance/memory-backend.ts';
 import { RedisBackend } from '../../gateway/governance/redis-backend.ts';
+import { PODS } from '../../gateway/governance/redis-scripts.ts';
 import type { LedgerRow } from '../../gateway/ledger/row.ts';
 import { compileSnapshot } from '../../gateway/snapshot/runtime.ts';
 import { snapshotSchema } from '../../gateway/snapshot/schema.ts';
@@ -42,8 +43,8 @@ function world(key: Record<string, unknown>, totalMs = 1000, org: Record<string,
   return { requestId: 'r', key: k, model: m, family: 'chat', billing: 'text', requestBytes: 400, targets: m.protocols.openai! } satisfies GovernedCall;
 }
 
-async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDown: 'local' | 'refuse' = 'local', keyPrefix = prefix): Promise<RedisBackend> {
-  const b = new RedisBackend({ url, prefix: keyPrefix, ratesWhenDown, commandTimeoutMs: 500 });
+async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDown: 'local' | 'refuse' = 'local', keyPrefix = prefix, podTtlMs?: number): Promise<RedisBackend> {
+  const b = new RedisBackend({ url, prefix: keyPrefix, ratesWhenDown, commandTimeoutMs: 500, podTtlMs });
   backends.push(b);
   await b.ready();
   return b;
@@ -172,20 +173,44 @@ describe('redis backend', () => {
     expect(calls).toEqual([{ admit: 256, settle: 0, keys: 1 }, { admit: 44, settle: 0, keys: 1 }]);
   });
 
-  it('concurrency is exact; a slot never released comes back when its lease ends', async () => {
-    const c = world({ limits: { concurrency: 3 } }, 300); // lease = 300 ms total timeout + grace
-    const g = new Governor({ backend: await backend(), leaseGraceMs: 200 });
-    const results = await Promise.all(Array.from({ length: 9 }, () => admit(g, c)));
+  it('concurrency is exact across pods; a dead pod\'s slots come back once it has been silent for the pod ttl', async () => {
+    const c = world({ limits: { concurrency: 3 } });
+    const own = `${prefix}${randomUUID()}:`;
+    const [a, b] = [await backend(undefined, 'local', own, 600), await backend(undefined, 'local', own, 600)];
+    const [ga, gb] = [new Governor({ backend: a }), new Governor({ backend: b })];
+    const results = await Promise.all(Array.from({ length: 9 }, () => admit(gb, c)));
     expect(results.filter((r) => !(r instanceof GatewayError))).toHaveLength(3);
-    // One finishes: exactly one more fits.
-    (results.find((r) => !(r instanceof GatewayError)) as { finish(): void }).finish();
+    // One finishes: exactly one more fits, on the other pod.
+    (results.find((r) => !(r instanceof GatewayError)) as Ticket).finish();
     await new Promise((r) => setTimeout(r, 50));
-    const more = await Promise.all(Array.from({ length: 4 }, () => admit(g, c)));
+    const more = await Promise.all(Array.from({ length: 4 }, () => admit(ga, c)));
     expect(more.filter((r) => !(r instanceof GatewayError))).toHaveLength(1);
-    // The others are never released (as if their pod died): after the lease all three slots are free again.
-    await new Promise((r) => setTimeout(r, 600));
-    const after = await Promise.all(Array.from({ length: 5 }, () => admit(g, c)));
-    expect(after.filter((r) => !(r instanceof GatewayError))).toHaveLength(3);
+    // Pod b dies holding two (its connection gone, no goodbye): still counted until it has been silent past the ttl.
+    b.client.disconnect();
+    expect(await admit(ga, c)).toMatchObject({ kind: 'rate_limited' });
+    await new Promise((r) => setTimeout(r, 1200));
+    const after = await Promise.all(Array.from({ length: 5 }, () => admit(ga, c)));
+    expect(after.filter((r) => !(r instanceof GatewayError))).toHaveLength(2);
+  });
+
+  it('a pod reaped while alive (a stalled heartbeat) adopts the slots it still holds, and frees each once', async () => {
+    const c = world({ limits: { concurrency: 3 } });
+    const own = `${prefix}${randomUUID()}:`;
+    const b = await backend(undefined, 'local', own);
+    const g = new Governor({ backend: b });
+    const held = [await admit(g, c), await admit(g, c)] as Ticket[];
+    // Another pod reaps this one's incarnation as if it had been silent past the ttl.
+    const [member] = await b.client.zrange(`${own}alive`, 0, -1);
+    await b.client.eval(PODS, 2, `${own}pods`, `${own}alive`, 'other', '15000', member, '1');
+    // Its next call learns it: that admission counts nowhere, and the pod starts a new incarnation, whose first call
+    // adopts the three it holds.
+    held.push((await admit(g, c)) as Ticket);
+    expect(await admit(g, c)).toMatchObject({ kind: 'rate_limited' });
+    expect((await g.describe(c.key)).limits[0]).toMatchObject({ kind: 'concurrency', remaining: 0 });
+    for (const t of held) t.finish();
+    await b.drain();
+    expect((await g.describe(c.key)).limits[0]).toMatchObject({ remaining: 3 });
+    expect((await b.client.hgetall(`${own}${c.key.governance!.rules[0].id}|n`)).t).toBe('0');
   });
 
   it('names the tightest rpm and tpm rule of all scopes in its headers, as the in-process counters do', async () => {
@@ -261,7 +286,7 @@ describe('redis backend', () => {
 
   it('counts a settlement once when its answer was lost after Redis ran it, and sends it again when it was not run', async () => {
     const c = world({ limits: { concurrency: 5 }, budget: { total: '100' } });
-    const b = await backend();
+    const b = await backend(undefined, 'local', prefix, 1500);
     const g = new Governor({ backend: b });
     // The next call that carries a settlement runs in Redis, then fails as a dropped connection would.
     const evalsha = (b.client as unknown as Raw).evalshaBuffer.bind(b.client);
@@ -292,8 +317,12 @@ describe('redis backend', () => {
     await settleOne('0.25', 'ran');
     await settleOne('0.5', 'not-run');
     expect((await g.describe(c.key)).budgets[0].spent).toBe('0.75');
-    // Both slots were given back.
-    expect((await g.describe(c.key)).limits.find((l: { kind: string }) => l.kind === 'concurrency')).toMatchObject({ remaining: 5 });
+    // A failed call ends the pod's incarnation: the slot the unrun settlement should have freed stays counted (the safe
+    // side) until the old incarnation, no longer beating, is reaped after the pod ttl.
+    const slots = async () => (await g.describe(c.key)).limits.find((l: { kind: string }) => l.kind === 'concurrency');
+    expect(await slots()).toMatchObject({ remaining: 4 });
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await slots()).toMatchObject({ remaining: 5 });
   });
 
   it('serves from the local view while Redis is cut, then shares again; fail-closed refuses rates meanwhile', async () => {
