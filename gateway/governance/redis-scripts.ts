@@ -148,17 +148,21 @@ end
 local function admit(g, now, tokens, rw, rf)
   local k, kinds, lims = g.k, g.kinds, g.lims
   if not g.fetched then prefetch(g) end
+  local cs, ts = g.cs, g.ts
   local ri, rrem, rreset, ti, trem, treset = -1, 0, 0, -1, 0, 0
   local nv = 6
   for i = 1, g.n do
-    local key = KEYS[k + i]
     local kind = kinds[i]
     local a = lims[i]
+    local c = cs[i]
     if kind == 'r' or kind == 't' then
-      local t = W / a
+      local t = ts[i]
       local cost = 1
       if kind == 't' then cost = max(1, min(tokens, a)) end
-      local c = rate(key)
+      if c == nil then
+        c = rate(KEYS[k + i])
+        cs[i] = c
+      end
       local tat = c.v or now
       if tat < now then tat = now end
       local nx = tat + cost * t
@@ -171,11 +175,17 @@ local function admit(g, now, tokens, rw, rf)
         if ri < 0 or left < rrem then ri, rrem, rreset = i - 1, left, ceil(nx - now) end
       elseif ti < 0 or left < trem then ti, trem, treset = i - 1, left, ceil(nx - now) end
     elseif kind == 'c' then
-      local c = slot(key)
+      if c == nil then
+        c = slot(KEYS[k + i])
+        cs[i] = c
+      end
       if c.t >= a then return fmt('0 %d 1000', i - 1) end
       cells[i] = c
     else
-      local c = spend(key)
+      if c == nil then
+        c = spend(KEYS[k + i])
+        cs[i] = c
+      end
       if c.w > a or (c.w == a and c.f >= g.bs[i]) then return fmt('0 %d 0', i - 1) end
       cells[i] = c
       vals[nv + 1] = c.w
@@ -206,14 +216,17 @@ local function admit(g, now, tokens, rw, rf)
 end
 
 local function settle(g, now, dt, dw, df, free)
-  local k, kinds = g.k, g.kinds
+  local k, kinds, cs = g.k, g.kinds, g.cs
   if not g.fetched then prefetch(g) end
   for i = 1, g.n do
-    local key = KEYS[k + i]
     local kind = kinds[i]
     if kind == 't' and dt ~= 0 then
-      local c = rate(key)
-      local nx = (c.v or now) + dt * (W / g.lims[i])
+      local c = cs[i]
+      if c == nil then
+        c = rate(KEYS[k + i])
+        cs[i] = c
+      end
+      local nx = (c.v or now) + dt * g.ts[i]
       if nx > now then
         c.v = nx
         c.px = ceil(nx - now) + 1000
@@ -221,7 +234,11 @@ local function settle(g, now, dt, dw, df, free)
       end
     elseif kind == 'c' then
       if free and live then
-        local c = slot(key)
+        local c = cs[i]
+        if c == nil then
+          c = slot(KEYS[k + i])
+          cs[i] = c
+        end
         -- Never below nothing: t stays the sum of the live incarnations' shares.
         if c.mine > 0 then
           c.t = c.t - 1
@@ -230,7 +247,12 @@ local function settle(g, now, dt, dw, df, free)
         end
       end
     elseif kind == 'b' and (dw ~= 0 or df ~= 0) then
-      addCached(spend(key), dw, df, g.ttls[i])
+      local c = cs[i]
+      if c == nil then
+        c = spend(KEYS[k + i])
+        cs[i] = c
+      end
+      addCached(c, dw, df, g.ttls[i])
     end
   end
 end
@@ -311,14 +333,17 @@ for at = 1, #ARGV do
   elseif op == 'G' then
     local it = gmatch(s, '%S+')
     it()
-    local g = {k = tonum(it()), kinds = {}, lims = {}, bs = {}, ttls = {}, fetched = false}
+    -- cs: each rule's counter in the call's cache, found on first use; ts: a rate rule's ms per unit.
+    local g = {k = tonum(it()), kinds = {}, lims = {}, bs = {}, ttls = {}, cs = {}, ts = {}, fetched = false}
     local ks = it()
     local n = #ks
     local f = '1 %d %d %d %d %d %d'
     for i = 1, n do
       local kind = sub(ks, i, i)
       g.kinds[i] = kind
-      g.lims[i] = tonum(it())
+      local lim = tonum(it())
+      g.lims[i] = lim
+      if kind == 'r' or kind == 't' then g.ts[i] = W / lim end
       if kind == 'b' then
         g.bs[i] = tonum(it())
         g.ttls[i] = tonum(it())
