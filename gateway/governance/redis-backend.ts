@@ -357,6 +357,9 @@ export class RedisBackend implements CounterBackend {
     } catch (err) {
       if (b.admissions > 0) this.log?.warn({ err: (err as Error).message }, 'redis admission failed; served from the local view');
       this.setDegraded(true, 'command failed');
+      // Every failed call retires its incarnation, not only the first of an outage: Redis may have run this one (a
+      // registration, slots) without the answer coming back, and only an incarnation that stops beating gives that back.
+      if (b.inc === this.inc) this.newIncarnation();
       for (const op of b.ops) this.failed(op, b);
       return;
     }

@@ -284,6 +284,38 @@ describe('redis backend', () => {
     expect(await admit(g, c)).toMatchObject({ kind: 'quota_exceeded' });
   });
 
+  it('every failed call retires its incarnation: slots Redis counted for calls whose answers were lost come back', async () => {
+    const c = world({ limits: { concurrency: 3 } });
+    const own = `${prefix}${randomUUID()}:`;
+    const b = await backend(undefined, 'local', own, 600);
+    const g = new Governor({ backend: b });
+    // The next two calls run in Redis, then fail as a dropped connection would: their admissions are served from the
+    // local view, while Redis counted a slot for each.
+    const evalsha = (b.client as unknown as Raw).evalshaBuffer.bind(b.client);
+    let lose = 2;
+    (b.client as unknown as Raw).evalshaBuffer = async (...args: unknown[]) => {
+      const admits = (args.flat().slice(2 + Number(args.flat()[1])) as string[]).some((a) => a[0] === 'A');
+      const res = await evalsha(...args);
+      if (admits && lose > 0) {
+        lose--;
+        throw new Error('Connection is closed.');
+      }
+      return res;
+    };
+    expect(await admit(g, c)).not.toBeInstanceOf(GatewayError);
+    expect(await admit(g, c)).not.toBeInstanceOf(GatewayError);
+    // Answered again: this one's slot is held, counted under a fresh incarnation.
+    const held = await admit(g, c);
+    expect(held).not.toBeInstanceOf(GatewayError);
+    expect(b.degraded).toBe(false);
+    // Both lost slots belong to incarnations that no longer beat: reaped after the pod ttl, only the held one stays.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await g.describe(c.key)).limits[0]).toMatchObject({ kind: 'concurrency', remaining: 2 });
+    (held as Ticket).finish();
+    await b.drain();
+    expect((await g.describe(c.key)).limits[0]).toMatchObject({ remaining: 3 });
+  });
+
   it('counts a settlement once when its answer was lost after Redis ran it, and sends it again when it was not run', async () => {
     const c = world({ limits: { concurrency: 5 }, budget: { total: '100' } });
     const b = await backend(undefined, 'local', prefix, 1500);
