@@ -1,6 +1,5 @@
 // The governor: one admission before the upstream is contacted, one settlement after the ledger row is written.
 // A key with no limits anywhere (key.governance undefined) returns at the first line: no allocation, no await.
-import { randomUUID } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import { selectTier } from '../billing/pricing.ts';
 import type { BillingRule, CompiledPricing } from '../billing/pricing.ts';
@@ -37,8 +36,7 @@ export interface GovernorOptions {
   now?: () => number;
 }
 
-// Leases are named per pod: unique across pods.
-const POD = randomUUID().slice(0, 8);
+// Lease names only need to be unique within this process (a shared backend's local view is per pod).
 let seq = 0;
 
 export class Governor {
@@ -232,7 +230,7 @@ export class Ticket implements AdmitInput, SettleInput {
 
   /** The request's name, made on first use: only a shared backend serving from its local view asks for it. */
   get lease(): string {
-    return (this.leaseId ??= `${POD}:${++seq}`);
+    return (this.leaseId ??= String(++seq));
   }
 
   /** Called with the row the ledger took: the exact charge and real tokens replace the reservation. */

@@ -87,8 +87,15 @@ type Op =
   | { kind: 'I' }
   | { kind: 'A'; a: AdmitInput; p: Prebuilt; resolve: (v: Verdict) => void }
   | { kind: 'S'; s: SettleInput }
-  | { kind: 'T'; r: { s: SettleInput; done: string; seq: number } }
+  | { kind: 'T'; r: Replay }
   | { kind: 'P'; rules: readonly Rule[]; spendKeys: readonly (string | undefined)[]; now: number; resolve: (v: Verdict) => void };
+
+/** A settlement whose call failed, with where Redis keeps that call's number: sent again, it counts once. */
+interface Replay {
+  s: SettleInput;
+  done: string;
+  seq: number;
+}
 
 /**
  * One script call being gathered. A rules list's keys and specs go in once per call (its G operation), however many
@@ -152,8 +159,7 @@ export class RedisBackend implements CounterBackend {
   private readonly held = new Map<string, Held>();
   /** Spend accrued while degraded, per counter (with its ttl), added to Redis on recovery. */
   private readonly pending = new Map<string, { units: bigint; ttl: number }>();
-  /** Settlements whose call failed, with where Redis keeps that call's number: sent again, they count once. */
-  private replays: { s: SettleInput; done: string; seq: number }[] = [];
+  private replays: Replay[] = [];
   private calls = 0;
   private retry: NodeJS.Timeout | undefined;
   degraded = false;
@@ -201,7 +207,7 @@ export class RedisBackend implements CounterBackend {
   async countPods(leaving = false): Promise<void> {
     if (this.client.status !== 'ready') return;
     const inc = this.inc;
-    const member = this.registered ? this.member() : '';
+    const member = this.registered ? this.member(inc) : '';
     try {
       const [pods, present] = (await this.run(S_PODS, [this.prefix + 'pods', this.prefix + 'alive'], [this.podId, String(this.podTtlMs), member, leaving ? '1' : '0'])) as [number, number];
       this.share.setPods(Number(pods));
@@ -212,8 +218,9 @@ export class RedisBackend implements CounterBackend {
     }
   }
 
-  private member(): string {
-    return `${this.podId}.${this.inc}`;
+  /** The name an incarnation of this pod counts under in Redis. */
+  private member(inc: number): string {
+    return `${this.podId}.${inc}`;
   }
 
   /**
@@ -230,7 +237,6 @@ export class RedisBackend implements CounterBackend {
   private setDegraded(d: boolean, why: string): void {
     if (this.degraded === d) return;
     this.degraded = d;
-    if (d) this.newIncarnation();
     if (!d) this.share.reset();
     if (d) this.log?.warn({ reason: why, ratesWhenDown: this.ratesWhenDown }, 'redis unreachable: limits degraded to the local view');
     else this.log?.info('redis reachable again: limits shared across pods');
@@ -338,7 +344,7 @@ export class RedisBackend implements CounterBackend {
   private group(b: Batch, p: Prebuilt, settling: boolean): number {
     if ((settling || p.slots !== undefined) && !b.introduced) {
       b.introduced = true;
-      let op = `I ${this.prefix}alive ${this.podId}.${b.inc} ${this.registered ? 0 : 1} ${b.seq}`;
+      let op = `I ${this.prefix}alive ${this.member(b.inc)} ${this.registered ? 0 : 1} ${b.seq}`;
       // Registering: the slots held now are adopted. Counted from here on, since each later settlement comes after
       // this in Redis' order (only the call that registers adopts: a member already there was adopted already).
       if (!this.registered) for (const h of this.held.values()) if (h.n > 0) op += ` ${h.key} ${h.n}`;
@@ -357,8 +363,8 @@ export class RedisBackend implements CounterBackend {
     } catch (err) {
       if (b.admissions > 0) this.log?.warn({ err: (err as Error).message }, 'redis admission failed; served from the local view');
       this.setDegraded(true, 'command failed');
-      // Every failed call retires its incarnation, not only the first of an outage: Redis may have run this one (a
-      // registration, slots) without the answer coming back, and only an incarnation that stops beating gives that back.
+      // Every failed call retires its incarnation: Redis may have run it (a registration, slots) without the answer
+      // coming back, and only an incarnation that stops beating gives that back. A call of an older one retired it.
       if (b.inc === this.inc) this.newIncarnation();
       for (const op of b.ops) this.failed(op, b);
       return;
@@ -399,7 +405,7 @@ export class RedisBackend implements CounterBackend {
     if (op.kind === 'A') op.resolve(this.admitLocally(op.a));
     else if (op.kind === 'S') {
       // Sent again on recovery: Redis may have run the call (the connection dropped after), and then it keeps its number.
-      this.replays.push({ s: op.s, done: `${this.prefix}alive|${this.podId}.${b.inc}|d`, seq: b.seq });
+      this.replays.push({ s: op.s, done: `${this.prefix}alive|${this.member(b.inc)}|d`, seq: b.seq });
     } else if (op.kind === 'T') this.replays.push(op.r);
     else if (op.kind === 'P') void this.local.peek(op.rules, op.spendKeys, op.now).then(op.resolve);
   }
@@ -409,7 +415,6 @@ export class RedisBackend implements CounterBackend {
     const p = this.prebuilt(a.rules, a.spendKeys);
     const b = this.batch(true);
     const [rw, rf] = a.reserve === 0n ? ZERO : split(a.reserve);
-    // Fields are space-separated: a lease is "pod:sequence" (governor.ts), never a space in it.
     b.argv.push(`A ${this.group(b, p, false)} ${a.now} ${a.tokens} ${rw} ${rf}`);
     b.admissions++;
     return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'A', a, p, resolve }));
