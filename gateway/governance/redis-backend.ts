@@ -9,6 +9,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AdmitInput, CounterBackend, SettleInput, Verdict } from './backend.ts';
+import { EPSILON_MS, WINDOW_MS } from './backend.ts';
 import { MemoryBackend } from './memory-backend.ts';
 import type { SpendCell } from './memory-backend.ts';
 import { spendTtl } from './periods.ts';
@@ -75,6 +76,15 @@ interface Prebuilt {
   slots: Held[] | undefined;
   /** Parallel to the rules: a budget's counter in the local view (kept following Redis), undefined for others. */
   spend: (SpendCell | undefined)[];
+  /** The rate rules' indices in order, with each one's limit, ms per unit and whether it counts tokens (tpm). */
+  rates: number[];
+  /** Per rate or budget rule in rule order (the order of an admission's state): its place among the rates, or ~ its place among the budgets. */
+  state: number[];
+  limits: number[];
+  perUnit: number[];
+  tpm: boolean[];
+  /** The budget rules' indices in order. */
+  budgets: number[];
 }
 
 /** How many requests this pod holds a slot of one concurrency rule for in Redis (counted under its incarnation). */
@@ -83,12 +93,16 @@ interface Held {
   n: number;
 }
 
-type Op =
-  | { kind: 'I' }
-  | { kind: 'A'; a: AdmitInput; p: Prebuilt; resolve: (v: Verdict) => void }
-  | { kind: 'S'; s: SettleInput }
-  | { kind: 'T'; r: Replay }
-  | { kind: 'P'; rules: readonly Rule[]; spendKeys: readonly (string | undefined)[]; now: number; resolve: (v: Verdict) => void };
+type Op = { kind: 'I' } | { kind: 'T'; r: Replay };
+
+/** A read (GET /customer/limits): one P operation, after the call's admissions. */
+interface Read {
+  op: string;
+  rules: readonly Rule[];
+  spendKeys: readonly (string | undefined)[];
+  now: number;
+  resolve: (v: Verdict) => void;
+}
 
 /** A settlement whose call failed, with where Redis keeps that call's number: sent again, it counts once. */
 interface Replay {
@@ -97,9 +111,35 @@ interface Replay {
   seq: number;
 }
 
+/** An admission waiting for its call's answer. */
+interface Admission {
+  a: AdmitInput;
+  resolve: (v: Verdict) => void;
+  /** Resolved (an answer that cannot be read leaves the rest to the local view). */
+  done: boolean;
+}
+
+/** A call's admissions on one rules list: one A operation, written when the call is sent. */
+interface Admissions {
+  g: number;
+  p: Prebuilt;
+  list: Admission[];
+}
+
+/** A call's settlements on one rules list, summed: one S operation. */
+interface Settlements {
+  g: number;
+  /** One of them, for the rules and spend keys (the same for all). */
+  first: SettleInput;
+  now: number;
+  tokens: number;
+  spend: bigint;
+  frees: number;
+}
+
 /**
  * One script call being gathered. A rules list's keys and specs go in once per call (its G operation), however many
- * of its requests the call carries; each admission or settlement then adds one short argument naming it.
+ * of its requests the call carries, and so do its admissions (one A operation) and its settlements (one S).
  */
 class Batch {
   /** The pod incarnation its concurrency operations count under (fixed when the batch is opened). */
@@ -109,11 +149,17 @@ class Batch {
   /** Whether its I operation is in (before the first operation on a list with a concurrency rule). */
   introduced = false;
   readonly keys: string[] = [];
+  /** The G, I and T operations, in the order issued; the S, A and P operations follow when it is sent. */
   readonly argv: string[] = [];
   readonly ops: Op[] = [];
+  readonly reads: Read[] = [];
   /** Each rules list in this call and its number (1, 2, ..) in the script. */
   readonly lists = new Map<Prebuilt, number>();
+  readonly admitted = new Map<Prebuilt, Admissions>();
+  readonly settled = new Map<Prebuilt, Settlements>();
   admissions = 0;
+  /** Operations and requests in it (a call's Lua run stays bounded). */
+  size = 0;
 
   constructor(inc: number, seq: number) {
     this.inc = inc;
@@ -167,6 +213,8 @@ export class RedisBackend implements CounterBackend {
   private readonly built = new WeakMap<readonly (string | undefined)[], Prebuilt>();
   private open: Batch | undefined;
   private immediate = false;
+  /** A batch is ready but waits for the call in flight. */
+  private waiting = false;
   private timer: NodeJS.Timeout | undefined;
   private inFlight = 0;
   private idle: (() => void) | undefined;
@@ -293,7 +341,26 @@ export class RedisBackend implements CounterBackend {
         numbers.push(String(r.limit));
       }
     }
-    return { keys, specs: `${kinds} ${numbers.join(' ')}`, settles: rules.some((r) => r.kind !== 'rpm'), slots, spend: spendKeys.map((k) => (k === undefined ? undefined : this.local.spend.cell(k))) };
+    const rates: number[] = [];
+    const budgets: number[] = [];
+    const state: number[] = [];
+    rules.forEach((r, i) => {
+      if (r.kind === 'budget') state.push(~(budgets.push(i) - 1));
+      else if (r.kind !== 'concurrency') state.push(rates.push(i) - 1);
+    });
+    return {
+      keys,
+      specs: `${kinds} ${numbers.join(' ')}`,
+      settles: rules.some((r) => r.kind !== 'rpm'),
+      slots,
+      spend: spendKeys.map((k) => (k === undefined ? undefined : this.local.spend.cell(k))),
+      rates,
+      state,
+      limits: rates.map((i) => rules[i].limit),
+      perUnit: rates.map((i) => WINDOW_MS / rules[i].limit),
+      tpm: rates.map((i) => rules[i].kind === 'tpm'),
+      budgets,
+    };
   }
 
   private run(s: Script, keys: string[], argv: string[]): Promise<unknown> {
@@ -306,20 +373,35 @@ export class RedisBackend implements CounterBackend {
     });
   }
 
-  /** The batch of this turn; an admission or a read sends it at the end of the turn, a settlement a little later. */
+  /**
+   * The batch being gathered. An admission or a read sends it at the end of the turn, a settlement a little later;
+   * while a call is in flight it waits for that call's answer and goes right after it, with whatever came meanwhile.
+   */
   private batch(urgent: boolean): Batch {
     // A turn with very many requests is split, so one call (and one Lua run) stays bounded.
-    if (this.open !== undefined && this.open.ops.length >= MAX_OPS) this.flushNow();
+    if (this.open !== undefined && this.open.size >= MAX_OPS) this.flushNow();
     const b = (this.open ??= new Batch(this.inc, ++this.calls));
     if (urgent && !this.immediate) {
       this.immediate = true;
-      setImmediate(this.flushNow);
+      setImmediate(this.flushTurn);
     } else if (!urgent && this.timer === undefined && !this.immediate) {
-      this.timer = setTimeout(this.flushNow, this.settleDelayMs);
+      this.timer = setTimeout(this.flushTurn, this.settleDelayMs);
       this.timer.unref?.();
     }
     return b;
   }
+
+  /**
+   * Sends the batch, unless a call is in flight: then it goes when that call is answered (or fails). Under load a call
+   * so carries everything that came during the previous round trip: fewer, larger calls, less CPU in the pod and in
+   * Redis per request. A request waits at most for the call ahead of it and its own, each bounded by the command
+   * timeout.
+   */
+  private readonly flushTurn = (): void => {
+    if (this.inFlight === 0) return this.flushNow();
+    this.waiting = true;
+    this.timer = undefined;
+  };
 
   private readonly flushNow = (): void => {
     this.immediate = false;
@@ -333,7 +415,12 @@ export class RedisBackend implements CounterBackend {
     this.onBatch?.(b.admissions);
     this.inFlight++;
     void this.send(b).finally(() => {
-      if (--this.inFlight === 0 && this.idle) this.idle();
+      this.inFlight--;
+      if (this.waiting && this.inFlight === 0) {
+        this.waiting = false;
+        this.flushNow();
+      }
+      if (this.inFlight === 0 && this.idle) this.idle();
     });
   };
 
@@ -355,6 +442,13 @@ export class RedisBackend implements CounterBackend {
   }
 
   private async send(b: Batch): Promise<void> {
+    // Settlements first: they were admitted in earlier calls, and what they free or give back is there for these.
+    for (const t of b.settled.values()) {
+      const [dw, df] = t.spend === 0n ? ZERO : split(t.spend);
+      b.argv.push(`S ${t.g} ${t.now} ${t.tokens} ${dw} ${df} ${t.frees}`);
+    }
+    for (const x of b.admitted.values()) b.argv.push(admitOp(x));
+    for (const r of b.reads) b.argv.push(r.op);
     let res: Buffer[];
     try {
       if (this.client.status !== 'ready') throw new Error('not connected');
@@ -366,7 +460,15 @@ export class RedisBackend implements CounterBackend {
       // Every failed call retires its incarnation: Redis may have run it (a registration, slots) without the answer
       // coming back, and only an incarnation that stops beating gives that back. A call of an older one retired it.
       if (b.inc === this.inc) this.newIncarnation();
-      for (const op of b.ops) this.failed(op, b);
+      for (const op of b.ops) if (op.kind === 'T') this.replays.push(op.r);
+      // Sent again on recovery: Redis may have run the call (the connection dropped after), and then it keeps its number.
+      const done = `${this.prefix}alive|${this.member(b.inc)}|d`;
+      for (const t of b.settled.values()) {
+        const s = t.first;
+        this.replays.push({ s: { rules: s.rules, spendKeys: s.spendKeys, now: t.now, lease: s.lease, counted: false, tokensDelta: t.tokens, spendDelta: t.spend }, done, seq: b.seq });
+      }
+      for (const x of b.admitted.values()) for (const m of x.list) m.resolve(this.admitLocally(m.a));
+      for (const r of b.reads) void this.local.peek(r.rules, r.spendKeys, r.now).then(r.resolve);
       return;
     }
     // A timed-out command marks the pod degraded without a reconnect; the next answer ends that.
@@ -374,50 +476,56 @@ export class RedisBackend implements CounterBackend {
       this.setDegraded(false, 'answered');
       void this.flushPending();
     }
-    // One answer per incarnation, admission and read, in order; settlements answer nothing.
+    // One answer per incarnation, then one per rules list admitted on, then one per read; settlements answer nothing.
     const current = b.inc === this.inc;
     let reaped = false;
     let at = 0;
     for (let i = 0; i < b.ops.length; i++) {
-      const op = b.ops[i];
+      if (b.ops[i].kind !== 'I') continue;
       // Latin-1: the answers are ASCII, and it is the cheapest decoding (one string per answer, read in place).
-      if (op.kind === 'A') {
-        const v = verdict(op.a, op.p, CURSOR.reset(res[at++].toString('latin1')));
-        // Slots count as held (and are freed by the settlement) only under the current incarnation: an older one's
-        // are reaped with it. A reaped incarnation's call counted none: they are held, and adopted by the next.
-        if (v.ok && op.p.slots !== undefined && current) {
-          op.a.counted = true;
-          for (let j = 0; j < op.p.slots.length; j++) op.p.slots[j].n++;
+      if (res[at++].toString('latin1') === '1') {
+        if (current) this.registered = true;
+      } else reaped = true;
+    }
+    for (const x of b.admitted.values()) {
+      const text = res[at++].toString('latin1');
+      const now = groupNow(x.list);
+      try {
+        // One state for the whole group, or each request's answer (joined by ",", or one refusal).
+        if (text.charCodeAt(0) === PLUS && text.indexOf(',') < 0) admitted(x.list, 0, x.list.length, x.p, now, CURSOR.reset(text), current);
+        else {
+          // Some did not fit: each request's own answer, in order.
+          const each = text.split(',');
+          for (let j = 0; j < x.list.length; j++) {
+            const m = x.list[j];
+            if (each[j].charCodeAt(0) === PLUS) admitted(x.list, j, j + 1, x.p, now, CURSOR.reset(each[j]), current);
+            else {
+              const v = refused(m.a, CURSOR.reset(each[j]));
+              m.done = true;
+              m.resolve(v);
+            }
+          }
         }
-        op.resolve(v);
-      } else if (op.kind === 'P') op.resolve(peekVerdict(op.rules, CURSOR.reset(res[at++].toString('latin1'))));
-      else if (op.kind === 'I') {
-        if (res[at++].toString('latin1') === '1') {
-          if (current) this.registered = true;
-        } else reaped = true;
+      } catch (err) {
+        // Never a request left waiting: what was not read is served from the local view.
+        this.log?.error({ err: (err as Error).message, answer: text.slice(0, 200) }, 'redis: admission answer not understood');
+        for (const m of x.list) if (!m.done) m.resolve(this.admitLocally(m.a));
       }
     }
+    for (const r of b.reads) r.resolve(peekVerdict(r.rules, CURSOR.reset(res[at++].toString('latin1'))));
     if (reaped && current) this.newIncarnation();
-  }
-
-  /** What an operation does when its batch could not be sent. */
-  private failed(op: Op, b: Batch): void {
-    if (op.kind === 'A') op.resolve(this.admitLocally(op.a));
-    else if (op.kind === 'S') {
-      // Sent again on recovery: Redis may have run the call (the connection dropped after), and then it keeps its number.
-      this.replays.push({ s: op.s, done: `${this.prefix}alive|${this.member(b.inc)}|d`, seq: b.seq });
-    } else if (op.kind === 'T') this.replays.push(op.r);
-    else if (op.kind === 'P') void this.local.peek(op.rules, op.spendKeys, op.now).then(op.resolve);
   }
 
   admit(a: AdmitInput): Verdict | Promise<Verdict> {
     if (this.client.status !== 'ready') return this.admitLocally(a);
     const p = this.prebuilt(a.rules, a.spendKeys);
     const b = this.batch(true);
-    const [rw, rf] = a.reserve === 0n ? ZERO : split(a.reserve);
-    b.argv.push(`A ${this.group(b, p, false)} ${a.now} ${a.tokens} ${rw} ${rf}`);
+    let x = b.admitted.get(p);
+    if (x === undefined) b.admitted.set(p, (x = { g: this.group(b, p, false), p, list: [] }));
     b.admissions++;
-    return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'A', a, p, resolve }));
+    b.size++;
+    const list = x.list;
+    return new Promise<Verdict>((resolve) => list.push({ a, resolve, done: false }));
   }
 
   private admitLocally(a: AdmitInput): Verdict {
@@ -478,6 +586,7 @@ export class RedisBackend implements CounterBackend {
       b.argv.push(`T ${b.list(this.prebuilt(r.s.rules, r.s.spendKeys))} ${r.s.now} ${r.s.tokensDelta} ${dw} ${df} ${r.done} ${r.seq}`);
       // Its own call failing, it is sent again under the same number.
       b.ops.push({ kind: 'T', r });
+      b.size++;
     }
   }
 
@@ -505,9 +614,13 @@ export class RedisBackend implements CounterBackend {
       return;
     }
     const b = this.batch(false);
-    const [dw, df] = s.spendDelta === 0n ? ZERO : split(s.spendDelta);
-    b.argv.push(`S ${this.group(b, p, true)} ${s.now} ${s.tokensDelta} ${dw} ${df} ${free}`);
-    b.ops.push({ kind: 'S', s });
+    let t = b.settled.get(p);
+    if (t === undefined) b.settled.set(p, (t = { g: this.group(b, p, true), first: s, now: s.now, tokens: 0, spend: 0n, frees: 0 }));
+    if (s.now > t.now) t.now = s.now;
+    t.tokens += s.tokensDelta;
+    if (s.spendDelta !== 0n) t.spend += s.spendDelta;
+    t.frees += free;
+    b.size++;
   }
 
   peek(rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number): Promise<Verdict> {
@@ -515,8 +628,9 @@ export class RedisBackend implements CounterBackend {
     // Not cached: a read is rare, and its spend-key list is built for it.
     const p = this.build(rules, spendKeys);
     const b = this.batch(true);
-    b.argv.push(`P ${b.list(p)} ${now}`);
-    return new Promise<Verdict>((resolve) => b.ops.push({ kind: 'P', rules, spendKeys, now, resolve }));
+    const op = `P ${b.list(p)} ${now}`;
+    b.size++;
+    return new Promise<Verdict>((resolve) => b.reads.push({ op, rules, spendKeys, now, resolve }));
   }
 
   async raiseSpend(spendKey: string, units: bigint, ttlMs: number): Promise<void> {
@@ -551,33 +665,80 @@ const ZERO: readonly [string, string] = ['0', '0'];
 const CURSOR = new ReplyCursor();
 const MAX_OPS = 256;
 
+const PLUS = 43;
+
+/** A rules list's A operation: each request's tokens and reservation, in order, at the latest of their clocks. */
+function admitOp(x: Admissions): string {
+  let op = `A ${x.g} ${groupNow(x.list)}`;
+  for (let j = 0; j < x.list.length; j++) {
+    const a = x.list[j].a;
+    const [rw, rf] = a.reserve === 0n ? ZERO : split(a.reserve);
+    op += ` ${a.tokens} ${rw} ${rf}`;
+  }
+  return op;
+}
+
+function groupNow(list: Admission[]): number {
+  let now = list[0].a.now;
+  for (let j = 1; j < list.length; j++) if (list[j].a.now > now) now = list[j].a.now;
+  return now;
+}
+
+// Each rate rule's arrival time while a group's verdicts are derived (one group at a time).
+const TAT: number[] = [];
+
 /**
- * An admission's verdict from its answer: the tightest rpm and tpm rule (what the rate-limit headers name) and every
- * budget's spend; the local view's budget counters follow what Redis answered.
+ * The verdicts of admitted requests list[from..to), from the state Redis answered for the first of them (redis-scripts.ts,
+ * A): each one's rate rules as Redis left them after it (what is left, when the bucket is full again, the same
+ * arithmetic as the script's) and each budget's spend with its reservation. Its slots count as held (and are freed by
+ * its settlement) only under the current incarnation: an older one's are reaped with it, and a reaped incarnation's
+ * call counted none (they are held, and adopted by the next). The local view's budget counters follow Redis.
  */
-function verdict(a: AdmitInput, p: Prebuilt, res: ReplyCursor): Verdict {
-  const n = a.rules.length;
-  const v: Verdict = { ok: res.number() === 1, refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
-  if (!v.ok) {
-    v.refused = res.number();
-    v.retryAfterMs = res.number();
-    return v;
+function admitted(list: Admission[], from: number, to: number, p: Prebuilt, now: number, res: ReplyCursor, current: boolean): void {
+  res.field();
+  const nr = p.rates.length;
+  const spent: bigint[] | undefined = p.budgets.length > 0 ? new Array<bigint>(p.budgets.length) : undefined;
+  for (let j = 0; j < p.state.length; j++) {
+    const k = p.state[j];
+    if (k >= 0) TAT[k] = res.number();
+    else spent![~k] = res.spend();
   }
-  for (let j = 0; j < 2; j++) {
-    const i = res.number();
-    const left = res.number();
-    const reset = res.number();
-    if (i >= 0) {
-      v.remaining[i] = left;
-      v.resetMs[i] = reset;
+  for (let j = from; j < to; j++) {
+    const m = list[j];
+    const a = m.a;
+    const n = a.rules.length;
+    const v: Verdict = { ok: true, refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
+    for (let k = 0; k < nr; k++) {
+      // One request after the other, as the script (and the in-process counters) add them: the same doubles.
+      const t = p.perUnit[k];
+      TAT[k] = TAT[k] + (p.tpm[k] ? Math.max(1, Math.min(a.tokens, p.limits[k])) : 1) * t;
+      const ahead = TAT[k] - now;
+      v.remaining[p.rates[k]] = Math.floor((WINDOW_MS - ahead + EPSILON_MS) / t);
+      v.resetMs[p.rates[k]] = ahead;
     }
+    if (spent !== undefined) {
+      for (let k = 0; k < spent.length; k++) {
+        const i = p.budgets[k];
+        spent[k] += a.reserve;
+        v.spent[i] = spent[k];
+        p.spend[i]!.v = spent[k];
+      }
+    }
+    if (p.slots !== undefined && current) {
+      a.counted = true;
+      for (let k = 0; k < p.slots.length; k++) p.slots[k].n++;
+    }
+    m.done = true;
+    m.resolve(v);
   }
-  for (let i = 0; i < n; i++) {
-    if (a.rules[i].kind !== 'budget') continue;
-    v.spent[i] = res.spend() + a.reserve;
-    // The local view follows Redis, so a later outage starts from what all pods had spent.
-    p.spend[i]!.v = v.spent[i];
-  }
+}
+
+function refused(a: AdmitInput, res: ReplyCursor): Verdict {
+  if (res.field() !== '0') throw new Error('not an admission answer');
+  const n = a.rules.length;
+  const v: Verdict = { ok: false, refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
+  v.refused = res.number();
+  v.retryAfterMs = res.number();
   return v;
 }
 

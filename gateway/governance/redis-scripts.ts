@@ -35,19 +35,23 @@ end
 
 /**
  * Every admission, settlement and read of one event-loop turn in one call. Each ARGV entry is one operation, its
- * fields separated by spaces, so a request adds one short argument and no key:
+ * fields separated by spaces; a rules list's admissions go in one entry and its settlements in another, so a request
+ * adds three numbers and no key, and Redis does per-rule work once per rules list, not once per request:
  *   I alive member reg seq [key n ..]        the pod's incarnation (see "Concurrency" below) and this call's number,
  *                                             before any settlement and any operation on a rules list with a
  *                                             concurrency rule → "1" counted, "0" reaped
  *   G k kinds n1 n2 ..                       a rules list: its counters are KEYS[k+1 .. k+n], `kinds` one letter
  *                                             per rule, then each rule's numbers (see the top of this file); parsed
  *                                             once per call, named by its order (1, 2, ..)
- *   A g now tokens rw rf                     admit on rules list g, reserving tokens and rw/rf spend
- *                                             → "1 ri rleft rreset ti tleft treset w1 f1 .." (the tightest rpm and
- *                                             tpm rule, -1 if none; each budget's spent) or "0 index retryAfterMs"
- *   S g now tokensDelta dw df c              settle on rules list g (rpm rules are skipped) → nothing; c = 1 frees
- *                                             the request's slots (the pod sends 1 only for slots counted in Redis
- *                                             under its current incarnation, once)
+ *   A g now [tokens rw rf]..                 admit the call's requests on rules list g, in order, each reserving its
+ *                                             tokens and rw/rf spend → when all fit (see admitGroup): "+", then each
+ *                                             rate rule's arrival time and each budget's spent before the first, from
+ *                                             which the pod derives every request's view; else each request's answer,
+ *                                             joined by ",": the same for an admitted one, "0 index retryAfterMs" for
+ *                                             a refused one
+ *   S g now tokensDelta dw df frees          the settlements of the call on rules list g, summed (rpm rules are
+ *                                             skipped) → nothing; `frees` of them free their slots (the pod counts
+ *                                             only slots counted in Redis under its current incarnation, once)
  *   T g now tokensDelta dw df done seq       a settlement sent again, its call having failed: counts only if that
  *                                             call (number seq of the incarnation whose last call number is kept at
  *                                             `done`) never ran → nothing
@@ -55,8 +59,8 @@ end
  *                                             ms}, concurrency {remaining, 0}, budget {w, f} spent
  * The answer holds one string per I, A and P, in order. A call with settlements keeps its number (SET done, for
  * DONE_MS): Redis runs an incarnation's calls in the order sent, so a failed call ran if and only if the number kept
- * is at least its own, and its settlements, sent again, count once. Each admission is all-or-nothing on its own rules; the
- * operations run in the order the pod issued them.
+ * is at least its own, and its settlements, sent again, count once. Each admission is all-or-nothing on its own rules.
+ * The pod sends a call's settlements before its admissions (settled requests were admitted in earlier calls).
  *
  * Concurrency: a hash per rule holds `t`, the requests in flight, and one field per pod incarnation (`member`), its
  * share of `t`. A pod incarnation is alive while its member is in the sorted set `alive` (scored by Redis' clock,
@@ -124,8 +128,8 @@ local function addCached(c, dw, df, ttl)
   if ttl > 0 then c.ttl = ttl end
 end
 
--- Scratch for one admission (each fully written before it is read): no tables per request.
-local cells, nexts, vals = {}, {}, {}
+-- Scratch (each entry written before it is read): no tables per request or per group.
+local toks, rws, rfs, nexts, vals = {}, {}, {}, {}, {}
 -- A rules list's rate counters not yet in the cache, read in one MGET with its first admission of the call.
 local function prefetch(g)
   g.fetched = true
@@ -142,63 +146,71 @@ local function prefetch(g)
   end
 end
 
--- The answer: "1", then the rpm rule with the least left (0-based index, -1 if none), what it has left and its
--- reset in whole ms (rounded up), the same for tpm, then each budget's spent w f in order: what the pod reads (its
--- rate-limit headers name the tightest rule of each kind; budgets feed soft thresholds and the local view).
-local function admit(g, now, tokens, rw, rf)
-  local k, kinds, lims = g.k, g.kinds, g.lims
-  if not g.fetched then prefetch(g) end
-  local cs, ts = g.cs, g.ts
-  local ri, rrem, rreset, ti, trem, treset = -1, 0, 0, -1, 0, 0
-  local nv = 6
+-- Rule i's counter in the call's cache (every rule's is found once per call).
+local function cell(g, i)
+  local c = g.cs[i]
+  if c == nil then
+    local kind, key = g.kinds[i], KEYS[g.k + i]
+    if kind == 'r' or kind == 't' then c = rate(key) elseif kind == 'c' then c = slot(key) else c = spend(key) end
+    g.cs[i] = c
+  end
+  return c
+end
+
+-- What an admitted request (or group) starts from, as the pod reads it: "+", then each rate rule's theoretical
+-- arrival time (never before now) and each budget's spent w f, in rule order. The pod derives each request's
+-- rate-limit headers and budget view from it (what is left after it, when the bucket is full again), so Redis does
+-- that arithmetic for no request.
+local function state(g, now)
+  local kinds, cs = g.kinds, g.cs
+  local nv = 0
   for i = 1, g.n do
     local kind = kinds[i]
-    local a = lims[i]
     local c = cs[i]
     if kind == 'r' or kind == 't' then
-      local t = ts[i]
-      local cost = 1
-      if kind == 't' then cost = max(1, min(tokens, a)) end
-      if c == nil then
-        c = rate(KEYS[k + i])
-        cs[i] = c
-      end
       local tat = c.v or now
       if tat < now then tat = now end
-      local nx = tat + cost * t
-      local over = nx - now - W
-      if over > EPS then return fmt('0 %d %s', i - 1, num(over)) end
-      cells[i] = c
-      nexts[i] = nx
-      local left = floor((W - (nx - now) + EPS) / t)
-      if kind == 'r' then
-        if ri < 0 or left < rrem then ri, rrem, rreset = i - 1, left, ceil(nx - now) end
-      elseif ti < 0 or left < trem then ti, trem, treset = i - 1, left, ceil(nx - now) end
-    elseif kind == 'c' then
-      if c == nil then
-        c = slot(KEYS[k + i])
-        cs[i] = c
-      end
-      if c.t >= a then return fmt('0 %d 1000', i - 1) end
-      cells[i] = c
-    else
-      if c == nil then
-        c = spend(KEYS[k + i])
-        cs[i] = c
-      end
-      if c.w > a or (c.w == a and c.f >= g.bs[i]) then return fmt('0 %d 0', i - 1) end
-      cells[i] = c
+      nv = nv + 1
+      vals[nv] = int(tat)
+    elseif kind == 'b' then
       vals[nv + 1] = c.w
       vals[nv + 2] = c.f
       nv = nv + 2
     end
   end
+  return fmt(g.fmt, unpack(vals, 1, nv))
+end
+
+-- One request of a group that did not fit whole, in order: all its rules admit it, or it changes nothing.
+-- → its state (see above) or "0 index retryAfterMs".
+local function admit(g, now, tokens, rw, rf)
+  local kinds, lims, ts = g.kinds, g.lims, g.ts
   for i = 1, g.n do
     local kind = kinds[i]
-    local c = cells[i]
+    local a = lims[i]
+    local c = cell(g, i)
+    if kind == 'r' or kind == 't' then
+      local cost = 1
+      if kind == 't' then cost = max(1, min(tokens, a)) end
+      local tat = c.v or now
+      if tat < now then tat = now end
+      local nx = tat + cost * ts[i]
+      local over = nx - now - W
+      if over > EPS then return fmt('0 %d %s', i - 1, num(over)) end
+      nexts[i] = nx
+    elseif kind == 'c' then
+      if c.t >= a then return fmt('0 %d 1000', i - 1) end
+    elseif c.w > a or (c.w == a and c.f >= g.bs[i]) then
+      return fmt('0 %d 0', i - 1)
+    end
+  end
+  local st = state(g, now)
+  for i = 1, g.n do
+    local kind = kinds[i]
+    local c = g.cs[i]
     if kind == 'r' or kind == 't' then
       c.v = nexts[i]
-      c.px = ceil(nexts[i] - now) + 1000
+      c.px = ceil(c.v - now) + 1000
       c.dirty = true
     elseif kind == 'c' then
       -- A reaped incarnation counts nothing: the pod adopts the slot with the others it holds (see I).
@@ -211,21 +223,79 @@ local function admit(g, now, tokens, rw, rf)
       addCached(c, rw, rf, g.ttls[i])
     end
   end
-  vals[1], vals[2], vals[3], vals[4], vals[5], vals[6] = ri, rrem, rreset, ti, trem, treset
-  return fmt(g.fmt, unpack(vals, 1, nv))
+  return st
 end
 
-local function settle(g, now, dt, dw, df, free)
-  local k, kinds, cs = g.k, g.kinds, g.cs
+-- A call's admissions on one rules list, n of them: when all fit on every rule (the usual case, far from a limit)
+-- they are taken in one pass, one check and one update per rule, with the same arithmetic as one after the other;
+-- else one by one. Admitting in order, each rule admits all n if and only if it admits the last one, since every
+-- request only adds: a rate rule then holds the n costs, a concurrency rule n more slots, and a budget is not yet
+-- spent before the last request's reservation (sw sf: the reservations of the first n - 1).
+-- → one state for the group, or the n requests' answers joined by ",".
+local function admitGroup(g, now, n, sw, sf, rw, rf)
+  local kinds, lims, ts = g.kinds, g.lims, g.ts
+  if not g.fetched then prefetch(g) end
+  local whole = true
+  for i = 1, g.n do
+    local kind = kinds[i]
+    local a = lims[i]
+    local c = cell(g, i)
+    if kind == 'r' or kind == 't' then
+      local t = ts[i]
+      local nx = c.v or now
+      if nx < now then nx = now end
+      -- Added one request at a time, as admit does: the same double, to the last bit.
+      if kind == 'r' then
+        for _ = 1, n do nx = nx + t end
+      else
+        for j = 1, n do nx = nx + max(1, min(toks[j], a)) * t end
+      end
+      if nx - now - W > EPS then whole = false break end
+      nexts[i] = nx
+    elseif kind == 'c' then
+      -- A reaped incarnation's admissions take no slot: each is checked against the same count.
+      if c.t + (live and n or 1) > a then whole = false break end
+    else
+      local w, f = c.w + sw, c.f + sf
+      if f >= ONE then w, f = w + 1, f - ONE end
+      if w > a or (w == a and f >= g.bs[i]) then whole = false break end
+    end
+  end
+  if not whole then
+    local each = {}
+    for j = 1, n do each[j] = admit(g, now, toks[j], rws[j], rfs[j]) end
+    return table.concat(each, ',')
+  end
+  local st = state(g, now)
+  for i = 1, g.n do
+    local kind = kinds[i]
+    local c = g.cs[i]
+    if kind == 'r' or kind == 't' then
+      c.v = nexts[i]
+      c.px = ceil(c.v - now) + 1000
+      c.dirty = true
+    elseif kind == 'c' then
+      if live then
+        c.t = c.t + n
+        c.mine = c.mine + n
+        c.dirty = true
+      end
+    else
+      addCached(c, rw, rf, g.ttls[i])
+    end
+  end
+  return st
+end
+
+-- Settlements on one rules list, summed by the pod (rpm rules are skipped): 'frees' of them free their slots.
+local function settle(g, now, dt, dw, df, frees)
+  local kinds = g.kinds
   if not g.fetched then prefetch(g) end
   for i = 1, g.n do
     local kind = kinds[i]
     if kind == 't' and dt ~= 0 then
-      local c = cs[i]
-      if c == nil then
-        c = rate(KEYS[k + i])
-        cs[i] = c
-      end
+      local c = cell(g, i)
+      -- Tokens given back never take the bucket back before now.
       local nx = (c.v or now) + dt * g.ts[i]
       if nx > now then
         c.v = nx
@@ -233,26 +303,18 @@ local function settle(g, now, dt, dw, df, free)
         c.dirty = true
       end
     elseif kind == 'c' then
-      if free and live then
-        local c = cs[i]
-        if c == nil then
-          c = slot(KEYS[k + i])
-          cs[i] = c
-        end
+      if frees > 0 and live then
+        local c = cell(g, i)
         -- Never below nothing: t stays the sum of the live incarnations' shares.
-        if c.mine > 0 then
-          c.t = c.t - 1
-          c.mine = c.mine - 1
+        local f = min(frees, c.mine)
+        if f > 0 then
+          c.t = c.t - f
+          c.mine = c.mine - f
           c.dirty = true
         end
       end
     elseif kind == 'b' and (dw ~= 0 or df ~= 0) then
-      local c = cs[i]
-      if c == nil then
-        c = spend(KEYS[k + i])
-        cs[i] = c
-      end
-      addCached(c, dw, df, g.ttls[i])
+      addCached(cell(g, i), dw, df, g.ttls[i])
     end
   end
 end
@@ -318,16 +380,26 @@ for at = 1, #ARGV do
   local s = ARGV[at]
   local op = sub(s, 1, 1)
   if op == 'A' then
-    local g, now, tokens, rw, rf = match(s, '^A (%d+) (%S+) (%S+) (%S+) (%S+)$')
-    out[#out + 1] = admit(groups[tonum(g)], tonum(now), tonum(tokens), tonum(rw), tonum(rf))
+    local g, now, rest = match(s, '^A (%d+) (%S+) (.+)$')
+    -- Each request's tokens and reservation, and the reservations' sums (exact: femtopoints carried each time).
+    local n, rw, rf, sw, sf = 0, 0, 0, 0, 0
+    for t, w, f in gmatch(rest, '(%S+) (%S+) (%S+)') do
+      n = n + 1
+      w, f = tonum(w), tonum(f)
+      toks[n], rws[n], rfs[n] = tonum(t), w, f
+      sw, sf = rw, rf
+      rw, rf = rw + w, rf + f
+      if rf >= ONE then rw, rf = rw + 1, rf - ONE end
+    end
+    out[#out + 1] = admitGroup(groups[tonum(g)], tonum(now), n, sw, sf, rw, rf)
   elseif op == 'S' then
-    local g, now, dt, dw, df, free = match(s, '^S (%d+) (%S+) (%S+) (%S+) (%S+) ([01])$')
-    settle(groups[tonum(g)], tonum(now), tonum(dt), tonum(dw), tonum(df), free == '1')
+    local g, now, dt, dw, df, frees = match(s, '^S (%d+) (%S+) (%S+) (%S+) (%S+) (%d+)$')
+    settle(groups[tonum(g)], tonum(now), tonum(dt), tonum(dw), tonum(df), tonum(frees))
     settled = true
   elseif op == 'T' then
     local g, now, dt, dw, df, done, n = match(s, '^T (%d+) (%S+) (%S+) (%S+) (%S+) (%S+) (%d+)$')
     local last = call('GET', done)
-    if not last or tonum(last) < tonum(n) then settle(groups[tonum(g)], tonum(now), tonum(dt), tonum(dw), tonum(df), false) end
+    if not last or tonum(last) < tonum(n) then settle(groups[tonum(g)], tonum(now), tonum(dt), tonum(dw), tonum(df), 0) end
   elseif op == 'I' then
     out[#out + 1] = incarnation(s)
   elseif op == 'G' then
@@ -337,13 +409,16 @@ for at = 1, #ARGV do
     local g = {k = tonum(it()), kinds = {}, lims = {}, bs = {}, ttls = {}, cs = {}, ts = {}, fetched = false}
     local ks = it()
     local n = #ks
-    local f = '1 %d %d %d %d %d %d'
+    local f = '+'
     for i = 1, n do
       local kind = sub(ks, i, i)
       g.kinds[i] = kind
       local lim = tonum(it())
       g.lims[i] = lim
-      if kind == 'r' or kind == 't' then g.ts[i] = W / lim end
+      if kind == 'r' or kind == 't' then
+        g.ts[i] = W / lim
+        f = f .. ' %s'
+      end
       if kind == 'b' then
         g.bs[i] = tonum(it())
         g.ttls[i] = tonum(it())

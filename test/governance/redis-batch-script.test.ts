@@ -8,7 +8,7 @@ import { deleteRedisPrefix } from '../../bench/redis-keys.ts';
 
 const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
 const prefix = `tg-review:${randomUUID()}:`;
-const ADMITTED = '1 -1 0 0 -1 0 0';
+const ADMITTED = '+';
 
 afterAll(async () => {
   redis.disconnect();
@@ -48,6 +48,34 @@ describe('batch script, concurrency counts', () => {
     expect(await tat()).toBe(100018);
   });
 
+
+  it('admits a rules list\'s requests in one pass when all fit, else one by one in order; settles them summed', async () => {
+    const key = `${prefix}c3|n`;
+    // Three requests on a concurrency limit of 2: the second is the last that fits, the third is refused.
+    expect(await call(key, 'd.1', 1, 'A 1 100000 1 0 0 1 0 0')).toEqual(['1', ADMITTED]);
+    expect(await redis.hgetall(key)).toEqual({ t: '2', 'd.1': '2' });
+    await call(key, 'd.1', 0, 'S 1 100001 0 0 0 2');
+    expect(await call(key, 'd.1', 0, 'A 1 100002 1 0 0 1 0 0 1 0 0')).toEqual(['1', `${ADMITTED},${ADMITTED},0 0 1000`]);
+    expect(await redis.hgetall(key)).toEqual({ t: '2', 'd.1': '2' });
+    // Summed settlements never free more than the incarnation holds.
+    await call(key, 'd.1', 0, 'S 1 100003 0 0 0 5');
+    expect(await redis.hgetall(key)).toEqual({ t: '0', 'd.1': '0' });
+    // A budget of 1 point with 0.4 spent: 0.3 + 0.3 fits whole (the state is the spend before the first); with a third
+    // reservation the third request starts at 1.0, spent, and the group goes one by one.
+    const b = `${prefix}b3`;
+    await redis.hset(b, 'w', '0', 'f', String(4e14));
+    const spend = (...ops: string[]) => redis.eval(BATCH, 1, b, 'G 0 b 1 0 0', ...ops) as Promise<string[]>;
+    expect(await spend(`A 1 100000 1 0 ${3e14} 1 0 ${3e14}`)).toEqual([`+ 0 ${4e14}`]);
+    expect(await redis.hmget(b, 'w', 'f')).toEqual(['1', '0']);
+    await redis.hset(b, 'w', '0', 'f', String(4e14));
+    expect(await spend(`A 1 100000 1 0 ${3e14} 1 0 ${3e14} 1 0 ${3e14}`)).toEqual([`+ 0 ${4e14},+ 0 ${7e14},0 0 0`]);
+    // An rpm of 3 (one request every 20 s): the state is each rule's arrival time, never before now.
+    const r = `${prefix}r3`;
+    const rpm = (...ops: string[]) => redis.eval(BATCH, 1, r, 'G 0 r 3', ...ops) as Promise<string[]>;
+    expect(await rpm('A 1 100000 1 0 0 1 0 0')).toEqual(['+ 100000']);
+    expect(await redis.get(r)).toBe('140000');
+    expect(await rpm('A 1 110000 1 0 0 1 0 0')).toEqual(['+ 140000,0 0 10000']);
+  });
 
   it('counts every incarnation in the total, frees a slot only when told, and a reaped incarnation gives its slots back', async () => {
     const key = `${prefix}c1|n`;
