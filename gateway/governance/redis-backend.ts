@@ -392,10 +392,9 @@ export class RedisBackend implements CounterBackend {
   }
 
   /**
-   * Sends the batch, unless a call is in flight: then it goes when that call is answered (or fails). Under load a call
-   * so carries everything that came during the previous round trip: fewer, larger calls, less CPU in the pod and in
-   * Redis per request. A request waits at most for the call ahead of it and its own, each bounded by the command
-   * timeout.
+   * Sends the batch, unless a call is in flight: then it goes when that call is answered (if that call fails, it is
+   * served from the local view with it, see send). Under load a call so carries everything that came during the
+   * previous round trip: fewer, larger calls, less CPU in the pod and in Redis per request.
    */
   private readonly flushTurn = (): void => {
     if (this.inFlight === 0) return this.flushNow();
@@ -455,20 +454,17 @@ export class RedisBackend implements CounterBackend {
       // The answers as Redis sent them (bytes): ioredis would decode them as UTF-8.
       res = (await this.run(S_BATCH, b.keys, b.argv)) as Buffer[];
     } catch (err) {
-      if (b.admissions > 0) this.log?.warn({ err: (err as Error).message }, 'redis admission failed; served from the local view');
-      this.setDegraded(true, 'command failed');
-      // Every failed call retires its incarnation: Redis may have run it (a registration, slots) without the answer
-      // coming back, and only an incarnation that stops beating gives that back. A call of an older one retired it.
-      if (b.inc === this.inc) this.newIncarnation();
-      for (const op of b.ops) if (op.kind === 'T') this.replays.push(op.r);
-      // Sent again on recovery: Redis may have run the call (the connection dropped after), and then it keeps its number.
-      const done = `${this.prefix}alive|${this.member(b.inc)}|d`;
-      for (const t of b.settled.values()) {
-        const s = t.first;
-        this.replays.push({ s: { rules: s.rules, spendKeys: s.spendKeys, now: t.now, lease: s.lease, counted: false, tokensDelta: t.tokens, spendDelta: t.spend }, done, seq: b.seq });
+      // What gathered behind this call is not sent either: Redis has just failed to answer, and a request waits for
+      // at most one call (the one ahead of it), not for that one's timeout and then its own.
+      const behind = this.open;
+      if (behind !== undefined) {
+        this.open = undefined;
+        this.waiting = false;
+        if (this.timer !== undefined) clearTimeout(this.timer);
+        this.timer = undefined;
       }
-      for (const x of b.admitted.values()) for (const m of x.list) m.resolve(this.admitLocally(m.a));
-      for (const r of b.reads) void this.local.peek(r.rules, r.spendKeys, r.now).then(r.resolve);
+      this.failed(b, err as Error);
+      if (behind !== undefined) this.failed(behind, err as Error);
       return;
     }
     // A timed-out command marks the pod degraded without a reconnect; the next answer ends that.
@@ -514,6 +510,24 @@ export class RedisBackend implements CounterBackend {
     }
     for (const r of b.reads) r.resolve(peekVerdict(r.rules, CURSOR.reset(res[at++].toString('latin1'))));
     if (reaped && current) this.newIncarnation();
+  }
+
+  /** A batch whose call failed or was not sent: served from the local view, its settlements kept to send again. */
+  private failed(b: Batch, err: Error): void {
+    if (b.admissions > 0) this.log?.warn({ err: err.message }, 'redis admission failed; served from the local view');
+    this.setDegraded(true, 'command failed');
+    // Every failed call retires its incarnation: Redis may have run it (a registration, slots) without the answer
+    // coming back, and only an incarnation that stops beating gives that back. A call of an older one retired it.
+    if (b.inc === this.inc) this.newIncarnation();
+    for (const op of b.ops) if (op.kind === 'T') this.replays.push(op.r);
+    // Sent again on recovery: Redis may have run the call (the connection dropped after), and then it keeps its number.
+    const done = `${this.prefix}alive|${this.member(b.inc)}|d`;
+    for (const t of b.settled.values()) {
+      const s = t.first;
+      this.replays.push({ s: { rules: s.rules, spendKeys: s.spendKeys, now: t.now, lease: s.lease, counted: false, tokensDelta: t.tokens, spendDelta: t.spend }, done, seq: b.seq });
+    }
+    for (const x of b.admitted.values()) for (const m of x.list) m.resolve(this.admitLocally(m.a));
+    for (const r of b.reads) void this.local.peek(r.rules, r.spendKeys, r.now).then(r.resolve);
   }
 
   admit(a: AdmitInput): Verdict | Promise<Verdict> {

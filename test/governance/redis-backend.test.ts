@@ -213,6 +213,30 @@ describe('redis backend', () => {
     expect(calls.map((x) => x.admit)).toEqual([1, 6]);
   });
 
+  it('when the call in flight fails, the requests gathered behind it are served from the local view, not sent', async () => {
+    const c = world({ limits: { rpm: 1000 } });
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    // Redis fails to answer (a command timeout) 300 ms after each call.
+    let sent = 0;
+    (b.client as unknown as Raw).evalshaBuffer = async () => {
+      sent++;
+      await new Promise((r) => setTimeout(r, 300));
+      throw new Error('Command timed out');
+    };
+    const first = admit(g, c);
+    const later: ReturnType<typeof admit>[] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      await new Promise((r) => setTimeout(r, 5));
+      later.push(admit(g, c));
+    }
+    const results = await Promise.all([first, ...later]);
+    expect(results.every((t) => t && !(t instanceof GatewayError))).toBe(true);
+    // One call tried: the requests behind it waited for its failure only, not for a second timeout of their own.
+    expect(sent).toBe(1);
+    expect(b.degraded).toBe(true);
+  });
+
   it('a turn with very many requests is split into bounded calls', async () => {
     const c = world({ limits: { rpm: 1000 } });
     const b = await backend();
