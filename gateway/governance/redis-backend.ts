@@ -605,7 +605,8 @@ export class RedisBackend implements CounterBackend {
   }
 
   settle(s: SettleInput): void {
-    const local = this.localLeases.get(s.lease);
+    // Most of the time nothing was admitted locally: no lease name is made to look for.
+    const local = this.localLeases.size === 0 ? undefined : this.localLeases.get(s.lease);
     if (local !== undefined) {
       this.localLeases.delete(s.lease);
       this.local.settle(local === s.rules ? s : { rules: local, spendKeys: s.spendKeys, now: s.now, lease: s.lease, tokensDelta: s.tokensDelta, spendDelta: s.spendDelta, counted: false });
