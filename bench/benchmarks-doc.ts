@@ -615,7 +615,7 @@ export function renderLimits(l: BenchResults['limits']): string {
   }
   if (l.redisCallsPerRequest !== undefined) {
     out.push('');
-    out.push(`limits-redis sent ${l.redisCallsPerRequest} Redis script calls per request (median over the rounds, from its \`tollgate_limits_redis_calls_total\`): each call carries the admissions of one event-loop turn and the settlements queued since, so a request never waits for more than one round trip.`);
+    out.push(`limits-redis sent ${l.redisCallsPerRequest} Redis script calls per request (median over the rounds, from its \`tollgate_limits_redis_calls_total\`): a pod keeps one call in flight, and each call carries the admissions that came since the last one (one operation per rules list) and the settlements queued since, summed, so a request waits for its own call and at most the one ahead of it.`);
   }
   if (l.governorAlone.length) {
     out.push('');
