@@ -98,6 +98,7 @@ type Op = { kind: 'I' } | { kind: 'T'; r: Replay };
 /** A read (GET /customer/limits): one P operation, after the call's admissions. */
 interface Read {
   op: string;
+  done: boolean;
   rules: readonly Rule[];
   spendKeys: readonly (string | undefined)[];
   now: number;
@@ -142,12 +143,12 @@ interface Settlements {
  * of its requests the call carries, and so do its admissions (one A operation) and its settlements (one S).
  */
 class Batch {
-  /** The pod incarnation its concurrency operations count under (fixed when the batch is opened). */
-  readonly inc: number;
+  /** The pod incarnation its concurrency operations count under (the pod's current one until it is sent). */
+  inc: number;
   /** Its number: Redis keeps the last one run per incarnation, so a failed call's settlements are sent again only if it never ran. */
   readonly seq: number;
-  /** Whether its I operation is in (before the first operation on a list with a concurrency rule). */
-  introduced = false;
+  /** Where its I operation is in argv (before the first operation on a list with a concurrency rule), -1 if none. */
+  iAt = -1;
   readonly keys: string[] = [];
   /** The G, I and T operations, in the order issued; the S, A and P operations follow when it is sent. */
   readonly argv: string[] = [];
@@ -217,7 +218,8 @@ export class RedisBackend implements CounterBackend {
   private waiting = false;
   private timer: NodeJS.Timeout | undefined;
   private inFlight = 0;
-  private idle: (() => void) | undefined;
+  /** Resolves every drain() waiting once no call is in flight. */
+  private idle: (() => void)[] = [];
 
   constructor(opts: RedisBackendOptions) {
     this.prefix = opts.prefix ?? 'tollgate:';
@@ -272,14 +274,21 @@ export class RedisBackend implements CounterBackend {
   }
 
   /**
-   * Starts counting slots under a new incarnation. The batch being gathered goes out under the old one first, so
-   * every batch counts under one; what the old one counted is reaped once it stops beating (a call may have run in
-   * Redis without its answer coming back), and the new one adopts the slots the pod still holds.
+   * Starts counting slots under a new incarnation. What the old one counted is reaped once it stops beating (a call
+   * may have run in Redis without its answer coming back), and the new one adopts the slots the pod still holds.
+   * Every batch counts under one incarnation: the one being gathered moves to the new one.
    */
   private newIncarnation(): void {
-    this.flushNow();
     this.inc++;
     this.registered = false;
+    // The batch being gathered goes under the new one (not the old: a reaped incarnation counts no slot). It
+    // registers it and adopts what the pod holds now; its settlements free nothing, since the slots they would free
+    // were counted under the old incarnation only (no longer held, so not adopted) and go when it is reaped.
+    const b = this.open;
+    if (b === undefined) return;
+    b.inc = this.inc;
+    for (const t of b.settled.values()) t.frees = 0;
+    if (b.iAt >= 0) b.argv[b.iAt] = this.introduction(b);
   }
 
   private setDegraded(d: boolean, why: string): void {
@@ -399,6 +408,7 @@ export class RedisBackend implements CounterBackend {
   private readonly flushTurn = (): void => {
     if (this.inFlight === 0) return this.flushNow();
     this.waiting = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
   };
 
@@ -419,7 +429,7 @@ export class RedisBackend implements CounterBackend {
         this.waiting = false;
         this.flushNow();
       }
-      if (this.inFlight === 0 && this.idle) this.idle();
+      if (this.inFlight === 0 && this.idle.length > 0) for (const done of this.idle.splice(0)) done();
     });
   };
 
@@ -428,16 +438,21 @@ export class RedisBackend implements CounterBackend {
    * concurrency rule, the batch says its incarnation and number.
    */
   private group(b: Batch, p: Prebuilt, settling: boolean): number {
-    if ((settling || p.slots !== undefined) && !b.introduced) {
-      b.introduced = true;
-      let op = `I ${this.prefix}alive ${this.member(b.inc)} ${this.registered ? 0 : 1} ${b.seq}`;
-      // Registering: the slots held now are adopted. Counted from here on, since each later settlement comes after
-      // this in Redis' order (only the call that registers adopts: a member already there was adopted already).
-      if (!this.registered) for (const h of this.held.values()) if (h.n > 0) op += ` ${h.key} ${h.n}`;
-      b.argv.push(op);
+    if ((settling || p.slots !== undefined) && b.iAt < 0) {
+      b.iAt = b.argv.length;
+      b.argv.push(this.introduction(b));
       b.ops.push({ kind: 'I' });
     }
     return b.list(p);
+  }
+
+  /** A batch's I operation: its incarnation and number, and when registering, the slots the pod holds now. */
+  private introduction(b: Batch): string {
+    let op = `I ${this.prefix}alive ${this.member(b.inc)} ${this.registered ? 0 : 1} ${b.seq}`;
+    // Registering: the slots held now are adopted. Counted from here on, since each later settlement comes after
+    // this in Redis' order (only the call that registers adopts: a member already there was adopted already).
+    if (!this.registered) for (const h of this.held.values()) if (h.n > 0) op += ` ${h.key} ${h.n}`;
+    return op;
   }
 
   private async send(b: Batch): Promise<void> {
@@ -472,7 +487,22 @@ export class RedisBackend implements CounterBackend {
       this.setDegraded(false, 'answered');
       void this.flushPending();
     }
-    // One answer per incarnation, then one per rules list admitted on, then one per read; settlements answer nothing.
+    try {
+      this.read(b, res);
+    } catch (err) {
+      // Never a request left waiting on an answer that cannot be read (a bug, or not this script's answer): what was
+      // not read is served from the local view. Redis ran the call and may have counted it, so, as after a failed
+      // call, a new incarnation (its slots come back when the old one is reaped); its reservations are counted again
+      // here, on the safe side (a budget is reached early, never overrun).
+      this.log?.error({ err: (err as Error).message }, 'redis: an answer was not understood; served from the local view');
+      for (const x of b.admitted.values()) for (const m of x.list) if (!m.done) m.resolve(this.admitLocally(m.a));
+      for (const r of b.reads) if (!r.done) void this.local.peek(r.rules, r.spendKeys, r.now).then(r.resolve);
+      if (b.inc === this.inc) this.newIncarnation();
+    }
+  }
+
+  /** A call's answers: one per incarnation, then one per rules list admitted on, then one per read. */
+  private read(b: Batch, res: Buffer[]): void {
     const current = b.inc === this.inc;
     let reaped = false;
     let at = 0;
@@ -486,29 +516,28 @@ export class RedisBackend implements CounterBackend {
     for (const x of b.admitted.values()) {
       const text = res[at++].toString('latin1');
       const now = groupNow(x.list);
-      try {
-        // One state for the whole group, or each request's answer (joined by ",", or one refusal).
-        if (text.charCodeAt(0) === PLUS && text.indexOf(',') < 0) admitted(x.list, 0, x.list.length, x.p, now, CURSOR.reset(text), current);
-        else {
-          // Some did not fit: each request's own answer, in order.
-          const each = text.split(',');
-          for (let j = 0; j < x.list.length; j++) {
-            const m = x.list[j];
-            if (each[j].charCodeAt(0) === PLUS) admitted(x.list, j, j + 1, x.p, now, CURSOR.reset(each[j]), current);
-            else {
-              const v = refused(m.a, CURSOR.reset(each[j]));
-              m.done = true;
-              m.resolve(v);
-            }
+      // One state for the whole group, or each request's answer (joined by ",", or one refusal).
+      if (text.charCodeAt(0) === PLUS && text.indexOf(',') < 0) admitted(x.list, 0, x.list.length, x.p, now, CURSOR.reset(text), current);
+      else {
+        // Some did not fit: each request's own answer, in order.
+        const each = text.split(',');
+        for (let j = 0; j < x.list.length; j++) {
+          const m = x.list[j];
+          if (each[j].charCodeAt(0) === PLUS) admitted(x.list, j, j + 1, x.p, now, CURSOR.reset(each[j]), current);
+          else {
+            const v = refused(m.a, CURSOR.reset(each[j]));
+            m.done = true;
+            m.resolve(v);
           }
         }
-      } catch (err) {
-        // Never a request left waiting: what was not read is served from the local view.
-        this.log?.error({ err: (err as Error).message, answer: text.slice(0, 200) }, 'redis: admission answer not understood');
-        for (const m of x.list) if (!m.done) m.resolve(this.admitLocally(m.a));
       }
     }
-    for (const r of b.reads) r.resolve(peekVerdict(r.rules, CURSOR.reset(res[at++].toString('latin1'))));
+    for (const r of b.reads) {
+      const v = peekVerdict(r.rules, CURSOR.reset(res[at++].toString('latin1')));
+      r.done = true;
+      r.resolve(v);
+    }
+    // Reaped: this call counted no slot (its admissions are held above, so the next incarnation adopts them).
     if (reaped && current) this.newIncarnation();
   }
 
@@ -645,7 +674,7 @@ export class RedisBackend implements CounterBackend {
     const b = this.batch(true);
     const op = `P ${b.list(p)} ${now}`;
     b.size++;
-    return new Promise<Verdict>((resolve) => b.reads.push({ op, rules, spendKeys, now, resolve }));
+    return new Promise<Verdict>((resolve) => b.reads.push({ op, done: false, rules, spendKeys, now, resolve }));
   }
 
   async raiseSpend(spendKey: string, units: bigint, ttlMs: number): Promise<void> {
@@ -660,8 +689,7 @@ export class RedisBackend implements CounterBackend {
   async drain(): Promise<void> {
     this.flushNow();
     if (this.inFlight === 0) return;
-    await new Promise<void>((resolve) => (this.idle = resolve));
-    this.idle = undefined;
+    await new Promise<void>((resolve) => this.idle.push(resolve));
   }
 
   async close(): Promise<void> {
@@ -729,7 +757,8 @@ function admitted(list: Admission[], from: number, to: number, p: Prebuilt, now:
       TAT[k] = TAT[k] + (p.tpm[k] ? Math.max(1, Math.min(a.tokens, p.limits[k])) : 1) * t;
       const ahead = TAT[k] - now;
       v.remaining[p.rates[k]] = Math.floor((WINDOW_MS - ahead + EPSILON_MS) / t);
-      v.resetMs[p.rates[k]] = ahead;
+      // From the request's own clock, which the headers add it to (the group's is the latest of its requests').
+      v.resetMs[p.rates[k]] = TAT[k] - a.now;
     }
     if (spent !== undefined) {
       for (let k = 0; k < spent.length; k++) {

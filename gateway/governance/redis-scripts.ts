@@ -433,8 +433,6 @@ for at = 1, #ARGV do
     out[#out + 1] = table.concat(peek(groups[tonum(g)], tonum(now)), ' ')
   end
 end
--- This call ran: its settlements, if sent again, count no more (see T).
-if settled then call('SET', touched .. '|d', seq, 'PX', DONE_MS) end
 -- The write-back: each changed counter once, as the last operation that changed it left it.
 for key, c in pairs(rates) do
   if c.dirty then call('SET', key, num(c.v), 'PX', c.px) end
@@ -451,6 +449,9 @@ for key, c in pairs(spends) do
     if c.ttl > 0 and not c.existed then call('PEXPIRE', key, c.ttl) end
   end
 end
+-- This call ran: its settlements, if sent again, count no more (see T). Last, after the counters: a script that
+-- fails part-way leaves what it wrote, and its settlements are then sent again, counted twice rather than lost.
+if settled then call('SET', touched .. '|d', seq, 'PX', DONE_MS) end
 return out
 `;
 

@@ -237,6 +237,29 @@ describe('redis backend', () => {
     expect(b.degraded).toBe(true);
   });
 
+  it('an answer it cannot read after Redis counted the requests retires the incarnation: their slots come back', async () => {
+    const c = world({ limits: { concurrency: 10 } });
+    const own = `${prefix}${randomUUID()}:`;
+    const b = await backend(undefined, 'local', own, 600);
+    const g = new Governor({ backend: b });
+    const count = async () => Number((await b.client.hget(`${own}${c.key.governance!.rules[0].id}|n`, 't')) ?? 0);
+    // The incarnation's answer is read; the admissions' answer is not.
+    const evalsha = (b.client as unknown as Raw).evalshaBuffer.bind(b.client);
+    (b.client as unknown as Raw).evalshaBuffer = async (...args: unknown[]) => {
+      const res = (await evalsha(...args)) as Buffer[];
+      return res.map((a, i) => (i > 0 ? Buffer.from('nonsense') : a));
+    };
+    const tickets = (await Promise.all(Array.from({ length: 3 }, () => admit(g, c)))) as Ticket[];
+    expect(tickets.every((t) => !(t instanceof GatewayError))).toBe(true);
+    (b.client as unknown as Raw).evalshaBuffer = evalsha;
+    // Redis counted the three; the pod served them from its local view and stopped beating for that incarnation.
+    expect(await count()).toBe(3);
+    for (const t of tickets) t.finish();
+    await b.drain();
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(await count()).toBe(0);
+  });
+
   it('a turn with very many requests is split into bounded calls', async () => {
     const c = world({ limits: { rpm: 1000 } });
     const b = await backend();
@@ -285,6 +308,36 @@ describe('redis backend', () => {
     await b.drain();
     expect((await g.describe(c.key)).limits[0]).toMatchObject({ remaining: 3 });
     expect((await b.client.hgetall(`${own}${c.key.governance!.rules[0].id}|n`)).t).toBe('0');
+  });
+
+  it('the requests gathered behind the call that learns the pod was reaped count under the new incarnation', async () => {
+    const c = world({ limits: { concurrency: 10 } });
+    const own = `${prefix}${randomUUID()}:`;
+    const b = await backend(undefined, 'local', own);
+    const g = new Governor({ backend: b });
+    const count = async () => Number((await b.client.hget(`${own}${c.key.governance!.rules[0].id}|n`, 't')) ?? 0);
+    const held = [await admit(g, c), await admit(g, c)] as Ticket[];
+    const [member] = await b.client.zrange(`${own}alive`, 0, -1);
+    await b.client.eval(PODS, 2, `${own}pods`, `${own}alive`, 'other', '15000', member, '1');
+    // Redis answers 50 ms late: two more turns gather behind the call that learns it.
+    const evalsha = (b.client as unknown as Raw).evalshaBuffer.bind(b.client);
+    (b.client as unknown as Raw).evalshaBuffer = async (...args: unknown[]) => {
+      const res = await evalsha(...args);
+      await new Promise((r) => setTimeout(r, 50));
+      return res;
+    };
+    const later = [admit(g, c)];
+    for (let turn = 0; turn < 2; turn++) {
+      await new Promise((r) => setTimeout(r, 5));
+      later.push(admit(g, c), admit(g, c));
+    }
+    held.push(...((await Promise.all(later)) as Ticket[]));
+    expect(held.every((t) => !(t instanceof GatewayError))).toBe(true);
+    // Seven in flight, all counted: two and the one of the reaped call adopted, four counted as they came.
+    expect(await count()).toBe(7);
+    for (const t of held) t.finish();
+    await b.drain();
+    expect(await count()).toBe(0);
   });
 
   it('names the tightest rpm and tpm rule of all scopes in its headers, as the in-process counters do', async () => {
