@@ -125,6 +125,8 @@ interface Admissions {
   g: number;
   p: Prebuilt;
   list: Admission[];
+  /** The clock the script admits them at: the latest of theirs, set when the call is sent. */
+  now: number;
 }
 
 /** A call's settlements on one rules list, summed: one S operation. */
@@ -515,7 +517,7 @@ export class RedisBackend implements CounterBackend {
     }
     for (const x of b.admitted.values()) {
       const text = res[at++].toString('latin1');
-      const now = groupNow(x.list);
+      const now = x.now;
       // One state for the whole group, or each request's answer (joined by ",", or one refusal).
       if (text.charCodeAt(0) === PLUS && text.indexOf(',') < 0) admitted(x.list, 0, x.list.length, x.p, now, CURSOR.reset(text), current);
       else {
@@ -564,7 +566,7 @@ export class RedisBackend implements CounterBackend {
     const p = this.prebuilt(a.rules, a.spendKeys);
     const b = this.batch(true);
     let x = b.admitted.get(p);
-    if (x === undefined) b.admitted.set(p, (x = { g: this.group(b, p, false), p, list: [] }));
+    if (x === undefined) b.admitted.set(p, (x = { g: this.group(b, p, false), p, list: [], now: 0 }));
     b.admissions++;
     b.size++;
     const list = x.list;
@@ -712,7 +714,8 @@ const PLUS = 43;
 
 /** A rules list's A operation: each request's tokens and reservation, in order, at the latest of their clocks. */
 function admitOp(x: Admissions): string {
-  let op = `A ${x.g} ${groupNow(x.list)}`;
+  x.now = groupNow(x.list);
+  let op = `A ${x.g} ${x.now}`;
   for (let j = 0; j < x.list.length; j++) {
     const a = x.list[j].a;
     const [rw, rf] = a.reserve === 0n ? ZERO : split(a.reserve);

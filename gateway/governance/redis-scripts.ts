@@ -181,6 +181,30 @@ local function state(g, now)
   return fmt(g.fmt, unpack(vals, 1, nv))
 end
 
+-- Takes n admitted requests on every rule of g, once all were checked: each rate rule's new arrival time (nexts),
+-- n slots, and the reservations rw rf on each budget.
+local function take(g, now, n, rw, rf)
+  local kinds, cs = g.kinds, g.cs
+  for i = 1, g.n do
+    local kind = kinds[i]
+    local c = cs[i]
+    if kind == 'r' or kind == 't' then
+      c.v = nexts[i]
+      c.px = ceil(c.v - now) + 1000
+      c.dirty = true
+    elseif kind == 'c' then
+      -- A reaped incarnation counts nothing: the pod adopts the slots with the others it holds (see I).
+      if live then
+        c.t = c.t + n
+        c.mine = c.mine + n
+        c.dirty = true
+      end
+    else
+      addCached(c, rw, rf, g.ttls[i])
+    end
+  end
+end
+
 -- One request of a group that did not fit whole, in order: all its rules admit it, or it changes nothing.
 -- → its state (see above) or "0 index retryAfterMs".
 local function admit(g, now, tokens, rw, rf)
@@ -205,24 +229,7 @@ local function admit(g, now, tokens, rw, rf)
     end
   end
   local st = state(g, now)
-  for i = 1, g.n do
-    local kind = kinds[i]
-    local c = g.cs[i]
-    if kind == 'r' or kind == 't' then
-      c.v = nexts[i]
-      c.px = ceil(c.v - now) + 1000
-      c.dirty = true
-    elseif kind == 'c' then
-      -- A reaped incarnation counts nothing: the pod adopts the slot with the others it holds (see I).
-      if live then
-        c.t = c.t + 1
-        c.mine = c.mine + 1
-        c.dirty = true
-      end
-    else
-      addCached(c, rw, rf, g.ttls[i])
-    end
-  end
+  take(g, now, 1, rw, rf)
   return st
 end
 
@@ -267,23 +274,7 @@ local function admitGroup(g, now, n, sw, sf, rw, rf)
     return table.concat(each, ',')
   end
   local st = state(g, now)
-  for i = 1, g.n do
-    local kind = kinds[i]
-    local c = g.cs[i]
-    if kind == 'r' or kind == 't' then
-      c.v = nexts[i]
-      c.px = ceil(c.v - now) + 1000
-      c.dirty = true
-    elseif kind == 'c' then
-      if live then
-        c.t = c.t + n
-        c.mine = c.mine + n
-        c.dirty = true
-      end
-    else
-      addCached(c, rw, rf, g.ttls[i])
-    end
-  end
+  take(g, now, n, rw, rf)
   return st
 end
 
