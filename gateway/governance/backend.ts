@@ -33,6 +33,8 @@ export interface Verdict {
   spent: bigint[];
   /** Per rule: ms until a rate bucket is full again (0 for others). */
   resetMs: number[];
+  // A refusal sets `remaining` and `resetMs` of its rate rules only, as they stand (the refused request took nothing);
+  // its other entries are not to be read.
 }
 
 export interface SettleInput {

@@ -95,18 +95,18 @@ export class MemoryBackend implements CounterBackend {
         const cost = r.kind === 'rpm' ? 1 : Math.max(1, Math.min(a.tokens, r.limit));
         const next = Math.max(cells[i]!.v, now) + cost * t;
         const over = next - now - WINDOW_MS;
-        if (over > EPSILON_MS) return this.refuse(v, i, over);
+        if (over > EPSILON_MS) return this.refuse(v, i, over, rules, cells, now);
         nextTat[i] = next;
         v.remaining[i] = Math.max(0, Math.floor((WINDOW_MS - (next - now) + EPSILON_MS) / t));
         v.resetMs[i] = next - now;
       } else if (r.kind === 'concurrency') {
         const used = cells[i]!.v;
-        if (used >= r.limit) return this.refuse(v, i, 1000);
+        if (used >= r.limit) return this.refuse(v, i, 1000, rules, cells, now);
         v.remaining[i] = r.limit - used - 1;
         v.resetMs[i] = 0;
       } else {
         const s = spendCells[i]!.v;
-        if (s >= r.units!) return this.refuse(v, i, 0);
+        if (s >= r.units!) return this.refuse(v, i, 0, rules, cells, now);
         // What the counter becomes once all admit.
         spent[i] = s + a.reserve;
         v.resetMs[i] = 0;
@@ -121,14 +121,23 @@ export class MemoryBackend implements CounterBackend {
     return v;
   }
 
-  private refuse(v: Verdict, i: number, retryAfterMs: number): Verdict {
+  /**
+   * The refusal, with what is left of every rate rule as it stands (the refused request took nothing): the rate-limit
+   * headers of a 429 name the tightest rules as a success's do.
+   */
+  private refuse(v: Verdict, i: number, retryAfterMs: number, rules: readonly Rule[], cells: Cells['rates'], now: number): Verdict {
     v.ok = false;
     v.refused = i;
     v.retryAfterMs = retryAfterMs;
-    // The rules after the refusing one were not checked: none of an earlier answer's values is left for them.
-    v.remaining.length = i;
-    v.spent.length = i;
-    v.resetMs.length = i;
+    for (let j = 0; j < rules.length; j++) {
+      const r = rules[j];
+      if (r.kind !== 'rpm' && r.kind !== 'tpm') continue;
+      const t = WINDOW_MS / r.limit;
+      const ahead = Math.max(cells[j]!.v, now) - now;
+      // A settlement of more tokens than estimated may have taken the bucket past a full window: nothing is left.
+      v.remaining[j] = Math.max(0, Math.floor((WINDOW_MS - ahead + EPSILON_MS) / t));
+      v.resetMs[j] = ahead;
+    }
     return v;
   }
 

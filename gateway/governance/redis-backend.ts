@@ -527,7 +527,7 @@ export class RedisBackend implements CounterBackend {
           const m = x.list[j];
           if (each[j].charCodeAt(0) === PLUS) admitted(x.list, j, j + 1, x.p, now, CURSOR.reset(each[j]), current);
           else {
-            const v = refused(m.a, CURSOR.reset(each[j]));
+            const v = refused(m.a, x.p, now, CURSOR.reset(each[j]));
             m.done = true;
             m.resolve(v);
           }
@@ -780,12 +780,22 @@ function admitted(list: Admission[], from: number, to: number, p: Prebuilt, now:
   }
 }
 
-function refused(a: AdmitInput, res: ReplyCursor): Verdict {
+/**
+ * A refused request's verdict: the refusing rule, the wait, and what is left of each rate rule as it stands (the
+ * refused request took nothing), the same arithmetic as the in-process counters' refusal.
+ */
+function refused(a: AdmitInput, p: Prebuilt, now: number, res: ReplyCursor): Verdict {
   if (res.field() !== '0') throw new Error('not an admission answer');
   const n = a.rules.length;
   const v: Verdict = { ok: false, refused: -1, retryAfterMs: 0, remaining: new Array(n), spent: new Array(n), resetMs: new Array(n) };
   v.refused = res.number();
   v.retryAfterMs = res.number();
+  for (let k = 0; k < p.rates.length; k++) {
+    const tat = res.number();
+    // A settlement of more tokens than estimated may have taken the bucket past a full window: nothing is left.
+    v.remaining[p.rates[k]] = Math.max(0, Math.floor((WINDOW_MS - (tat - now) + EPSILON_MS) / p.perUnit[k]));
+    v.resetMs[p.rates[k]] = tat - a.now;
+  }
   return v;
 }
 

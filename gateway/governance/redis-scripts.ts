@@ -47,8 +47,8 @@ end
  *                                             tokens and rw/rf spend → when all fit (see admitGroup): "+", then each
  *                                             rate rule's arrival time and each budget's spent before the first, from
  *                                             which the pod derives every request's view; else each request's answer,
- *                                             joined by ",": the same for an admitted one, "0 index retryAfterMs" for
- *                                             a refused one
+ *                                             joined by ",": the same for an admitted one, "0 index retryAfterMs"
+ *                                             and each rate rule's arrival time for a refused one
  *   S g now tokensDelta dw df frees          the settlements of the call on rules list g, summed (rpm rules are
  *                                             skipped) → nothing; `frees` of them free their slots (the pod counts
  *                                             only slots counted in Redis under its current incarnation, once)
@@ -205,8 +205,24 @@ local function take(g, now, n, rw, rf)
   end
 end
 
+-- A refused request's answer: "0 index retryAfterMs", then each rate rule's arrival time as it stands (never before
+-- now), from which the pod derives what is left of every rate rule for the refusal's rate-limit headers.
+local function refusal(g, now, i, retry)
+  local kinds = g.kinds
+  local s = fmt('0 %d %s', i - 1, retry)
+  for j = 1, g.n do
+    local kind = kinds[j]
+    if kind == 'r' or kind == 't' then
+      local tat = cell(g, j).v or now
+      if tat < now then tat = now end
+      s = s .. ' ' .. int(tat)
+    end
+  end
+  return s
+end
+
 -- One request of a group that did not fit whole, in order: all its rules admit it, or it changes nothing.
--- → its state (see above) or "0 index retryAfterMs".
+-- → its state (see above) or its refusal.
 local function admit(g, now, tokens, rw, rf)
   local kinds, lims, ts = g.kinds, g.lims, g.ts
   for i = 1, g.n do
@@ -220,12 +236,12 @@ local function admit(g, now, tokens, rw, rf)
       if tat < now then tat = now end
       local nx = tat + cost * ts[i]
       local over = nx - now - W
-      if over > EPS then return fmt('0 %d %s', i - 1, num(over)) end
+      if over > EPS then return refusal(g, now, i, num(over)) end
       nexts[i] = nx
     elseif kind == 'c' then
-      if c.t >= a then return fmt('0 %d 1000', i - 1) end
+      if c.t >= a then return refusal(g, now, i, '1000') end
     elseif c.w > a or (c.w == a and c.f >= g.bs[i]) then
-      return fmt('0 %d 0', i - 1)
+      return refusal(g, now, i, '0')
     end
   end
   local st = state(g, now)

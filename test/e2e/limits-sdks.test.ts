@@ -52,6 +52,9 @@ describe('limits through the official SDKs', () => {
     expect(rle.code).toBe('rate_limited');
     expect(Number(rle.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(Number(rle.headers?.get('retry-after'))).toBeLessThanOrEqual(10);
+    // The 429 names the limit too, with nothing left.
+    expect(rle.headers?.get('x-ratelimit-limit-requests')).toBe('6');
+    expect(rle.headers?.get('x-ratelimit-remaining-requests')).toBe('0');
     // The SDK's own retry: it reads retry-after(-ms), waits, and the second attempt is admitted.
     const attempts: { status: number; retryAfter: string | null }[] = [];
     const retrying = new OpenAI({
@@ -86,6 +89,9 @@ describe('limits through the official SDKs', () => {
     const e = err as InstanceType<typeof Anthropic.RateLimitError>;
     expect((e.error as { error: { type: string } }).error.type).toBe('rate_limit_error');
     expect(e.headers?.get('retry-after')).toBe('60');
+    expect(e.headers?.get('anthropic-ratelimit-requests-limit')).toBe('1');
+    expect(e.headers?.get('anthropic-ratelimit-requests-remaining')).toBe('0');
+    expect(e.headers?.get('anthropic-ratelimit-tokens-limit')).toBe('100000');
   });
 
   it('gemini: RESOURCE_EXHAUSTED through @google/genai', async () => {

@@ -77,10 +77,6 @@ function countCalls(b: RedisBackend): { admit: number; settle: number; keys: num
   return calls;
 }
 
-function pick(h: Record<string, string>, ...names: string[]): Record<string, string> {
-  return Object.fromEntries(names.filter((n) => n in h).map((n) => [n, h[n]]));
-}
-
 async function admit(g: Governor, c: GovernedCall) {
   try {
     return await g.admit(c, reply());
@@ -365,6 +361,38 @@ describe('redis backend', () => {
     expect(seen[1]).toEqual(seen[0]);
   });
 
+  it('names the tightest rate rules on a refusal too, as they stand, as the in-process counters do', async () => {
+    const c = world({ limits: { rpm: 2, tpm: 1000 } });
+    const now = Date.UTC(2026, 10, 25, 12, 0, 0);
+    const seen: Record<string, string>[] = [];
+    for (const b of [await backend(), new MemoryBackend()]) {
+      const g = new Governor({ backend: b, now: () => now });
+      await g.admit(c, reply());
+      await g.admit(c, reply()); // 400 bytes each: 100 tokens estimated
+      const headers: Record<string, string> = {};
+      const rep = { header: (n: string, v: string) => (headers[n] = v) } as unknown as FastifyReply;
+      await Promise.resolve()
+        .then(() => g.admit(c, rep))
+        .then(
+          () => expect.unreachable('two requests a minute'),
+          (err: unknown) => expect(err).toMatchObject({ kind: 'rate_limited' }),
+        );
+      seen.push(headers);
+    }
+    // Nothing left of the requests until the bucket is full again in a minute; the refused request took no tokens.
+    expect(seen[0]).toEqual({
+      'x-ratelimit-limit-requests': '2',
+      'x-ratelimit-remaining-requests': '0',
+      'x-ratelimit-reset-requests': '1m0s',
+      'x-ratelimit-limit-tokens': '1000',
+      'x-ratelimit-remaining-tokens': '800',
+      'x-ratelimit-reset-tokens': '12s',
+      'retry-after': '30',
+      'retry-after-ms': '30000',
+    });
+    expect(seen[1]).toEqual(seen[0]);
+  });
+
   it('admits a turn\'s requests on one rules list in one pass, and one by one near a limit, exactly as the in-process counters do', async () => {
     // Turns of concurrent requests (one script call each) of mixed sizes, one bigger than a tpm limit, crossing the
     // key's rpm, tpm, concurrency and budget limits; between turns the clock moves and some requests end. Every
@@ -400,8 +428,8 @@ describe('redis backend', () => {
               .then(() => g.admit(call, rep))
               .then(
                 (t) => ({ t: t!, headers }),
-                // A refusal's own headers (the in-process counters also name the rules checked before the refusing one).
-                (err: GatewayError) => ({ t: undefined, headers: { error: err.kind, ...pick(headers, 'retry-after', 'retry-after-ms', 'x-should-retry') } }),
+                // A refusal's headers: its wait, and the tightest rate rules as they stand.
+                (err: GatewayError) => ({ t: undefined, headers: { error: err.kind, ...headers } }),
               );
           }),
         );
@@ -426,6 +454,10 @@ describe('redis backend', () => {
     expect(answers.filter((a) => a.startsWith('+') && !a.includes(',')).length).toBeGreaterThanOrEqual(2);
     expect(answers.filter((a) => a.includes(',')).length).toBeGreaterThanOrEqual(2);
     expect(runs[0]).toEqual(runs[1]);
+    // A rate refusal names the tightest rate rules too.
+    const limited = runs[1].filter((h) => (h as { error?: string }).error === 'rate_limited') as Record<string, string>[];
+    expect(limited.length).toBeGreaterThan(0);
+    for (const h of limited) expect(h).toHaveProperty('x-ratelimit-remaining-requests');
   });
 
   it('settles tokens per minute with the real usage, and a day budget starts afresh at UTC midnight (fake clock)', async () => {
