@@ -147,8 +147,10 @@ export class MemoryBackend implements CounterBackend {
       const r = s.rules[i];
       if (r.kind === 'tpm' && s.tokensDelta !== 0) {
         const c = cells[i]!;
-        if (c.v !== -Infinity) c.v += (s.tokensDelta * WINDOW_MS) / r.limit;
-        else if (s.tokensDelta > 0) c.v = s.now + (s.tokensDelta * WINDOW_MS) / r.limit;
+        // From the bucket as it stands (never before now), and never back before now: tokens given back are no
+        // credit. The same doubles as the Redis script's.
+        const next = Math.max(c.v, s.now) + s.tokensDelta * (WINDOW_MS / r.limit);
+        c.v = next < s.now ? s.now : next;
       } else if (r.kind === 'concurrency') {
         const c = cells[i]!;
         c.v = c.v <= 1 ? 0 : c.v - 1;

@@ -204,6 +204,11 @@ export class RedisBackend implements CounterBackend {
    */
   private inc = 1;
   private registered = false;
+  /**
+   * The incarnation whose registration (the I operation adopting the slots held then) has been built, sent or not:
+   * from then on a held slot is counted under it, so a settlement frees it there (see settle).
+   */
+  private adoptedInc = 0;
   /** Slots this pod holds in Redis per concurrency rule, adopted by each new incarnation. */
   private readonly held = new Map<string, Held>();
   /** Spend accrued while degraded, per counter (with its ttl), added to Redis on recovery. */
@@ -242,7 +247,12 @@ export class RedisBackend implements CounterBackend {
       retryStrategy: (times) => Math.min(times * 100, 2000),
     });
     this.client.on('error', () => this.setDegraded(true, 'error'));
-    this.client.on('close', () => this.setDegraded(true, 'connection closed'));
+    this.client.on('close', () => {
+      this.setDegraded(true, 'connection closed');
+      // Settlements while disconnected free nothing in Redis: the incarnation that counted their slots must stop
+      // beating and be reaped (within the pod ttl), and a new one adopts the slots still held.
+      this.newIncarnation();
+    });
     this.client.on('ready', () => {
       this.setDegraded(false, 'ready');
       void this.flushPending();
@@ -409,6 +419,9 @@ export class RedisBackend implements CounterBackend {
    */
   private readonly flushTurn = (): void => {
     if (this.inFlight === 0) return this.flushNow();
+    // No turn's flush is pending any more (the next admission schedules one): if the call in flight fails, what
+    // gathered behind it is served locally and not sent, and the batch after must not wait for a flush that never comes.
+    this.immediate = false;
     this.waiting = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
@@ -450,6 +463,7 @@ export class RedisBackend implements CounterBackend {
 
   /** A batch's I operation: its incarnation and number, and when registering, the slots the pod holds now. */
   private introduction(b: Batch): string {
+    if (!this.registered) this.adoptedInc = b.inc;
     let op = `I ${this.prefix}alive ${this.member(b.inc)} ${this.registered ? 0 : 1} ${b.seq}`;
     // Registering: the slots held now are adopted. Counted from here on, since each later settlement comes after
     // this in Redis' order (only the call that registers adopts: a member already there was adopted already).
@@ -497,7 +511,7 @@ export class RedisBackend implements CounterBackend {
       // call, a new incarnation (its slots come back when the old one is reaped); its reservations are counted again
       // here, on the safe side (a budget is reached early, never overrun).
       this.log?.error({ err: (err as Error).message }, 'redis: an answer was not understood; served from the local view');
-      for (const x of b.admitted.values()) for (const m of x.list) if (!m.done) m.resolve(this.admitLocally(m.a));
+      for (const x of b.admitted.values()) for (const m of x.list) if (!m.done) m.resolve(this.admitLocallyOwn(m.a));
       for (const r of b.reads) if (!r.done) void this.local.peek(r.rules, r.spendKeys, r.now).then(r.resolve);
       if (b.inc === this.inc) this.newIncarnation();
     }
@@ -515,17 +529,19 @@ export class RedisBackend implements CounterBackend {
         if (current) this.registered = true;
       } else reaped = true;
     }
+    let slotted = false;
     for (const x of b.admitted.values()) {
       const text = res[at++].toString('latin1');
       const now = x.now;
+      if (x.p.slots !== undefined && text.includes('+')) slotted = true;
       // One state for the whole group, or each request's answer (joined by ",", or one refusal).
-      if (text.charCodeAt(0) === PLUS && text.indexOf(',') < 0) admitted(x.list, 0, x.list.length, x.p, now, CURSOR.reset(text), current);
+      if (text.charCodeAt(0) === PLUS && text.indexOf(',') < 0) admitted(x.list, 0, x.list.length, x.p, now, CURSOR.reset(text));
       else {
         // Some did not fit: each request's own answer, in order.
         const each = text.split(',');
         for (let j = 0; j < x.list.length; j++) {
           const m = x.list[j];
-          if (each[j].charCodeAt(0) === PLUS) admitted(x.list, j, j + 1, x.p, now, CURSOR.reset(each[j]), current);
+          if (each[j].charCodeAt(0) === PLUS) admitted(x.list, j, j + 1, x.p, now, CURSOR.reset(each[j]));
           else {
             const v = refused(m.a, x.p, now, CURSOR.reset(each[j]));
             m.done = true;
@@ -541,6 +557,9 @@ export class RedisBackend implements CounterBackend {
     }
     // Reaped: this call counted no slot (its admissions are held above, so the next incarnation adopts them).
     if (reaped && current) this.newIncarnation();
+    // An older incarnation's call (the pod moved on while it was out): what it counted goes when that one is reaped, so
+    // its admissions are held above for the current one to adopt; if that one's adoption was already built, a new one.
+    else if (!current && slotted && this.adoptedInc === this.inc) this.newIncarnation();
   }
 
   /** A batch whose call failed or was not sent: served from the local view, its settlements kept to send again. */
@@ -557,7 +576,7 @@ export class RedisBackend implements CounterBackend {
       const s = t.first;
       this.replays.push({ s: { rules: s.rules, spendKeys: s.spendKeys, now: t.now, lease: s.lease, counted: false, tokensDelta: t.tokens, spendDelta: t.spend }, done, seq: b.seq });
     }
-    for (const x of b.admitted.values()) for (const m of x.list) m.resolve(this.admitLocally(m.a));
+    for (const x of b.admitted.values()) for (const m of x.list) m.resolve(this.admitLocallyOwn(m.a));
     for (const r of b.reads) void this.local.peek(r.rules, r.spendKeys, r.now).then(r.resolve);
   }
 
@@ -571,6 +590,15 @@ export class RedisBackend implements CounterBackend {
     b.size++;
     const list = x.list;
     return new Promise<Verdict>((resolve) => list.push({ a, resolve, done: false }));
+  }
+
+  /**
+   * admitLocally for one of several requests answered in one go: the local counters hand out one verdict object, read
+   * before their next admission, and these are read later (each by its own promise's reaction), so each gets a copy.
+   */
+  private admitLocallyOwn(a: AdmitInput): Verdict {
+    const v = this.admitLocally(a);
+    return { ok: v.ok, refused: v.refused, retryAfterMs: v.retryAfterMs, remaining: v.remaining.slice(), spent: v.spent.slice(), resetMs: v.resetMs.slice() };
   }
 
   private admitLocally(a: AdmitInput): Verdict {
@@ -642,6 +670,11 @@ export class RedisBackend implements CounterBackend {
       this.localLeases.delete(s.lease);
       this.local.settle(local === s.rules ? s : { rules: local, spendKeys: s.spendKeys, now: s.now, lease: s.lease, tokensDelta: s.tokensDelta, spendDelta: s.spendDelta, counted: false });
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
+      // Admitted locally, settled once Redis is back: its charge goes there now, not at the end of the next outage.
+      if (s.spendDelta !== 0n && this.retry === undefined && !this.degraded && this.client.status === 'ready') {
+        this.retry = setTimeout(() => void this.flushPending(), this.settleDelayMs);
+        this.retry.unref?.();
+      }
       return;
     }
     // The local view keeps the exact spend too (concurrency and tokens there belong to local admissions only).
@@ -649,11 +682,15 @@ export class RedisBackend implements CounterBackend {
     if (s.spendDelta !== 0n) for (let i = 0; i < p.spend.length; i++) if (p.spend[i] !== undefined) p.spend[i]!.v += s.spendDelta;
     if (!p.settles) return;
     // No longer held, whatever happens to the settlement: a new incarnation does not adopt it.
-    const free = s.counted && p.slots !== undefined ? 1 : 0;
-    if (free === 1) {
+    const held = s.counted && p.slots !== undefined;
+    if (held) {
       s.counted = false;
       for (let j = 0; j < p.slots!.length; j++) p.slots![j].n--;
     }
+    // Freed in Redis only where the current incarnation counts it (admitted under it, or adopted by it). A slot of an
+    // incarnation retired before its successor adopted anything is counted only under the old one, and comes back
+    // when that one is reaped.
+    const free = held && (this.registered || this.adoptedInc === this.inc) ? 1 : 0;
     if (this.client.status !== 'ready') {
       // Never sent: the spend is added on recovery (the slot is reaped with the incarnation that counted it).
       this.addPending(s.rules, s.spendKeys, s.spendDelta);
@@ -670,7 +707,8 @@ export class RedisBackend implements CounterBackend {
   }
 
   peek(rules: readonly Rule[], spendKeys: readonly (string | undefined)[], now: number): Promise<Verdict> {
-    if (this.client.status !== 'ready') return this.local.peek(rules, spendKeys, now);
+    // A key without limits (GET /customer/limits): nothing to read, and an empty rules list is not one the script takes.
+    if (rules.length === 0 || this.client.status !== 'ready') return this.local.peek(rules, spendKeys, now);
     // Not cached: a read is rare, and its spend-key list is built for it.
     const p = this.build(rules, spendKeys);
     const b = this.batch(true);
@@ -736,11 +774,11 @@ const TAT: number[] = [];
 /**
  * The verdicts of admitted requests list[from..to), from the state Redis answered for the first of them (redis-scripts.ts,
  * A): each one's rate rules as Redis left them after it (what is left, when the bucket is full again, the same
- * arithmetic as the script's) and each budget's spend with its reservation. Its slots count as held (and are freed by
- * its settlement) only under the current incarnation: an older one's are reaped with it, and a reaped incarnation's
- * call counted none (they are held, and adopted by the next). The local view's budget counters follow Redis.
+ * arithmetic as the script's) and each budget's spend with its reservation. Its slots are held by the pod: counted
+ * under the current incarnation, or, for a call of an older or reaped one (which counted them there only until it is
+ * reaped, or not at all), adopted by the next registration (see read). The local view's budget counters follow Redis.
  */
-function admitted(list: Admission[], from: number, to: number, p: Prebuilt, now: number, res: ReplyCursor, current: boolean): void {
+function admitted(list: Admission[], from: number, to: number, p: Prebuilt, now: number, res: ReplyCursor): void {
   res.field();
   const nr = p.rates.length;
   const spent: bigint[] | undefined = p.budgets.length > 0 ? new Array<bigint>(p.budgets.length) : undefined;
@@ -771,7 +809,7 @@ function admitted(list: Admission[], from: number, to: number, p: Prebuilt, now:
         p.spend[i]!.v = spent[k];
       }
     }
-    if (p.slots !== undefined && current) {
+    if (p.slots !== undefined) {
       a.counted = true;
       for (let k = 0; k < p.slots.length; k++) p.slots[k].n++;
     }

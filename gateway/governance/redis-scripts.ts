@@ -54,7 +54,7 @@ end
  *                                             only slots counted in Redis under its current incarnation, once)
  *   T g now tokensDelta dw df done seq       a settlement sent again, its call having failed: counts only if that
  *                                             call (number seq of the incarnation whose last call number is kept at
- *                                             `done`) never ran → nothing
+ *                                             `done`) never ran, and then keeps seq there → nothing
  *   P g now                                  read rules list g → "r1a r1b .." per rule: rpm/tpm {remaining, reset
  *                                             ms}, concurrency {remaining, 0}, budget {w, f} spent
  * The answer holds one string per I, A and P, in order. A call with settlements keeps its number (SET done, for
@@ -308,13 +308,14 @@ local function settle(g, now, dt, dw, df, frees)
     local kind = kinds[i]
     if kind == 't' and dt ~= 0 then
       local c = cell(g, i)
-      -- Tokens given back never take the bucket back before now.
-      local nx = (c.v or now) + dt * g.ts[i]
-      if nx > now then
-        c.v = nx
-        c.px = ceil(nx - now) + 1000
-        c.dirty = true
-      end
+      -- From the bucket as it stands (never before now), and never back before now: tokens given back are no credit.
+      local nx = (c.v or now)
+      if nx < now then nx = now end
+      nx = nx + dt * g.ts[i]
+      if nx < now then nx = now end
+      c.v = nx
+      c.px = ceil(nx - now) + 1000
+      c.dirty = true
     elseif kind == 'c' then
       if frees > 0 and live then
         local c = cell(g, i)
@@ -389,6 +390,8 @@ end
 
 local groups = {}
 local out = {}
+-- T operations: whether each failed call's settlements count here, and the call numbers to keep once they did.
+local replayed, marks = {}, {}
 for at = 1, #ARGV do
   local s = ARGV[at]
   local op = sub(s, 1, 1)
@@ -411,8 +414,19 @@ for at = 1, #ARGV do
     settled = true
   elseif op == 'T' then
     local g, now, dt, dw, df, done, n = match(s, '^T (%d+) (%S+) (%S+) (%S+) (%S+) (%S+) (%d+)$')
-    local last = call('GET', done)
-    if not last or tonum(last) < tonum(n) then settle(groups[tonum(g)], tonum(now), tonum(dt), tonum(dw), tonum(df), 0) end
+    -- Decided once per failed call (its rules lists come as several T operations), from the state before this call.
+    local key = done .. ' ' .. n
+    local run = replayed[key]
+    if run == nil then
+      local last = call('GET', done)
+      run = not last or tonum(last) < tonum(n)
+      replayed[key] = run
+      if run then
+        marks[#marks + 1] = done
+        marks[#marks + 1] = n
+      end
+    end
+    if run then settle(groups[tonum(g)], tonum(now), tonum(dt), tonum(dw), tonum(df), 0) end
   elseif op == 'I' then
     out[#out + 1] = incarnation(s)
   elseif op == 'G' then
@@ -465,6 +479,12 @@ end
 -- This call ran: its settlements, if sent again, count no more (see T). Last, after the counters: a script that
 -- fails part-way leaves what it wrote, and its settlements are then sent again, counted twice rather than lost.
 if settled then call('SET', touched .. '|d', seq, 'PX', DONE_MS) end
+-- Replayed settlements counted: their failed calls' numbers are kept as if those calls had run, so the same replay sent
+-- again (this call's answer lost) counts once. An incarnation's failed calls replay in order, so the number only grows.
+for j = 1, #marks, 2 do
+  local last = call('GET', marks[j])
+  if not last or tonum(last) < tonum(marks[j + 1]) then call('SET', marks[j], marks[j + 1], 'PX', DONE_MS) end
+end
 return out
 `;
 

@@ -231,6 +231,37 @@ describe('redis backend', () => {
     // One call tried: the requests behind it waited for its failure only, not for a second timeout of their own.
     expect(sent).toBe(1);
     expect(b.degraded).toBe(true);
+    // Redis answers again: the next admission is sent at the end of its turn (no flush left pending from before).
+    delete (b.client as unknown as Partial<Raw>).evalshaBuffer;
+    const next = await Promise.race([admit(g, c), new Promise((r) => setTimeout(() => r('waiting'), 2000))]);
+    expect(next).not.toBe('waiting');
+    expect(b.degraded).toBe(false);
+  });
+
+  it('each request of a failed call gets its own verdict from the local view', async () => {
+    // Alone under its own prefix, so the local view holds the whole limit: of two requests in the failed call, the
+    // first fits and the second does not.
+    const c = world({ limits: { rpm: 1 } });
+    const b = await backend(undefined, 'local', `${prefix}${randomUUID()}:`);
+    await b.countPods();
+    const g = new Governor({ backend: b });
+    (b.client as unknown as Raw).evalshaBuffer = async () => {
+      await new Promise((r) => setTimeout(r, 20));
+      throw new Error('Command timed out');
+    };
+    const results = await Promise.all([admit(g, c), admit(g, c)]);
+    expect(results[0]).not.toBeInstanceOf(GatewayError);
+    expect(results[1]).toMatchObject({ kind: 'rate_limited' });
+  });
+
+  it('reads the limits of a key without any as nothing, without a script call', async () => {
+    const c = world({});
+    const b = await backend();
+    const g = new Governor({ backend: b });
+    const calls = countCalls(b);
+    expect(await g.describe(c.key)).toMatchObject({ backend: 'redis', limits: [], budgets: [] });
+    expect(calls).toHaveLength(0);
+    expect(b.degraded).toBe(false);
   });
 
   it('an answer it cannot read after Redis counted the requests retires the incarnation: their slots come back', async () => {
@@ -487,6 +518,41 @@ describe('redis backend', () => {
     expect(view.budgets[0]).toMatchObject({ period: 'day', spent: '0.0001', resets_at: '2026-11-26T00:00:00.000Z' });
   });
 
+  it('gives tokens back down to a full bucket, never as credit, as the in-process counters do', async () => {
+    // 6000 tokens a minute: 10 ms a token. A request estimated at 1000 tokens used none (its upstream failed): at once
+    // the bucket is full again, and a request of all 6000 fits; a second refund then leaves no credit behind it.
+    const c = world({ limits: { tpm: 6000 } });
+    const seen: unknown[][] = [];
+    for (const b of [await backend(), new MemoryBackend()]) {
+      let now = Date.UTC(2026, 10, 25, 12, 0, 0);
+      const g = new Governor({ backend: b, now: () => now });
+      const out: unknown[] = [];
+      const first = (await g.admit({ ...c, requestBytes: 4000 }, reply()))!;
+      now += 2000;
+      first.charged({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, costPoints: '0' } as LedgerRow);
+      first.finish();
+      await new Promise((r) => setTimeout(r, 30));
+      const whole = await Promise.resolve()
+        .then(() => g.admit({ ...c, requestBytes: 24_000 }, reply()))
+        .then(
+          (t) => t!,
+          (err: GatewayError) => err.kind,
+        );
+      out.push(typeof whole === 'string' ? whole : 'admitted');
+      if (typeof whole !== 'string') {
+        // It used 2000 of its 6000: 4000 back, and the bucket holds 2000 taken.
+        whole.charged({ input: 1000, output: 1000, cacheRead: 0, cacheWrite: 0, costPoints: '0' } as LedgerRow);
+        whole.finish();
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      out.push((await g.describe(c.key)).limits[0]);
+      seen.push(out);
+    }
+    expect(seen[0][0]).toBe('admitted');
+    expect(seen[0][1]).toMatchObject({ kind: 'tpm', remaining: 4000 });
+    expect(seen[1]).toEqual(seen[0]);
+  });
+
   it('keeps spend exact in femtopoints across whole-point carries, and reconciles upwards only', async () => {
     const c = world({ budget: { total: '3' } });
     const b = await backend();
@@ -577,6 +643,136 @@ describe('redis backend', () => {
     expect(await slots()).toMatchObject({ remaining: 4 });
     await new Promise((r) => setTimeout(r, 2500));
     expect(await slots()).toMatchObject({ remaining: 5 });
+  });
+
+  it('counts a replayed settlement once when the replay\'s own answer was lost after Redis ran it', async () => {
+    const c = world({ budget: { total: '100' } });
+    const b = await backend(undefined, 'local', prefix, 1500);
+    const g = new Governor({ backend: b });
+    const evalsha = (b.client as unknown as Raw).evalshaBuffer.bind(b.client);
+    // The call carrying the settlement fails without running; the call carrying its replay runs, then fails.
+    let phase: 'settle' | 'replay' | undefined;
+    (b.client as unknown as Raw).evalshaBuffer = async (...args: unknown[]) => {
+      const flat = args.flat();
+      const ops = flat.slice(2 + Number(flat[1])) as string[];
+      if (phase === 'settle' && ops.some((a) => a[0] === 'S')) {
+        phase = 'replay';
+        throw new Error('Connection is closed.');
+      }
+      const res = await evalsha(...args);
+      if (phase === 'replay' && ops.some((a) => a[0] === 'T')) {
+        phase = undefined;
+        throw new Error('Connection is closed.');
+      }
+      return res;
+    };
+    const t = (await admit(g, c)) as Ticket;
+    phase = 'settle';
+    t.charged({ input: 1, output: 1, cacheRead: 0, cacheWrite: 0, costPoints: '0.5' } as LedgerRow);
+    t.finish();
+    await b.drain();
+    // Answered: the replay goes (and its answer is lost); answered again: it goes again, and counts no more.
+    for (let i = 0; i < 3; i++) {
+      await g.describe(c.key);
+      await new Promise((r) => setTimeout(r, 50));
+      await b.drain();
+    }
+    expect(phase).toBeUndefined();
+    expect(b.degraded).toBe(false);
+    expect((await g.describe(c.key)).budgets[0].spent).toBe('0.5');
+  });
+
+  it('a request admitted from the local view and settled once Redis is back adds its charge there at once', async () => {
+    const c = world({ budget: { total: '100' } });
+    const b = await backend(undefined, 'local', `${prefix}${randomUUID()}:`);
+    const g = new Governor({ backend: b });
+    (b.client as unknown as Raw).evalshaBuffer = async () => {
+      throw new Error('Connection is closed.');
+    };
+    const t = (await admit(g, c)) as Ticket;
+    delete (b.client as unknown as Partial<Raw>).evalshaBuffer;
+    // Answered again: the degradation ends and the local reservation goes to Redis; then the request ends.
+    await g.describe(c.key);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(b.degraded).toBe(false);
+    t.charged({ input: 1, output: 1, cacheRead: 0, cacheWrite: 0, costPoints: '0.5' } as LedgerRow);
+    t.finish();
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await g.describe(c.key)).budgets[0].spent).toBe('0.5');
+  });
+
+  it('a request settled before the new incarnation adopted anything frees nothing under it', async () => {
+    const c = world({ limits: { concurrency: 5 } });
+    const own = `${prefix}${randomUUID()}:`;
+    const b = await backend(undefined, 'local', own, 600);
+    const g = new Governor({ backend: b });
+    const count = async () => Number((await b.client.hget(`${own}${c.key.governance!.rules[0].id}|n`, 't')) ?? 0);
+    const w = (await admit(g, c)) as Ticket;
+    const x = (await admit(g, c)) as Ticket;
+    expect(await count()).toBe(2);
+    // One call fails before it runs: the pod retires its incarnation (y is served from the local view).
+    (b.client as unknown as Raw).evalshaBuffer = async () => {
+      throw new Error('Connection is closed.');
+    };
+    const y = (await admit(g, c)) as Ticket;
+    delete (b.client as unknown as Partial<Raw>).evalshaBuffer;
+    // x ends before anything is adopted: its slot is counted under the old incarnation only, and comes back with it.
+    x.finish();
+    const z = (await admit(g, c)) as Ticket;
+    await b.drain();
+    // After the pod ttl the old incarnation is reaped: w (adopted) and z (counted as it came) are left.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count()).toBe(2);
+    for (const t of [w, y, z]) t.finish();
+    await b.drain();
+    expect(await count()).toBe(0);
+  });
+
+  it('a call of an incarnation retired while it was out holds its admissions for the next one to adopt', async () => {
+    const c = world({ limits: { concurrency: 5 } });
+    const own = `${prefix}${randomUUID()}:`;
+    const b = await backend(undefined, 'local', own);
+    const g = new Governor({ backend: b });
+    const count = async () => Number((await b.client.hget(`${own}${c.key.governance!.rules[0].id}|n`, 't')) ?? 0);
+    const w = (await admit(g, c)) as Ticket;
+    const evalsha = (b.client as unknown as Raw).evalshaBuffer.bind(b.client);
+    (b.client as unknown as Raw).evalshaBuffer = async (...args: unknown[]) => {
+      delete (b.client as unknown as Partial<Raw>).evalshaBuffer;
+      // While this call is out, the incarnation is reaped (a stalled heartbeat) and the pod's heartbeat learns it first.
+      const [member] = await b.client.zrange(`${own}alive`, 0, -1);
+      await b.client.eval(PODS, 2, `${own}pods`, `${own}alive`, 'other', '15000', member, '1');
+      await b.countPods();
+      return evalsha(...args);
+    };
+    // x's call ran under the reaped incarnation (counted nowhere); the pod holds it, and the next one adopts it.
+    const x = (await admit(g, c)) as Ticket;
+    const z = (await admit(g, c)) as Ticket;
+    expect(await count()).toBe(3);
+    for (const t of [w, x, z]) t.finish();
+    await b.drain();
+    expect(await count()).toBe(0);
+  });
+
+  it('a connection dropped and back within the pod ttl: a slot settled meanwhile comes back with the old incarnation', async () => {
+    const proxy = await startTcpProxy(REDIS);
+    const own = `${prefix}${randomUUID()}:`;
+    const b = await backend(`redis://127.0.0.1:${proxy.port}`, 'local', own, 600);
+    const direct = await backend(undefined, 'local', `${prefix}${randomUUID()}:`);
+    const g = new Governor({ backend: b });
+    const c = world({ limits: { concurrency: 2 } });
+    const count = async () => Number((await direct.client.hget(`${own}${c.key.governance!.rules[0].id}|n`, 't')) ?? 0);
+    const t = (await admit(g, c)) as Ticket;
+    expect(await count()).toBe(1);
+    await proxy.down();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(b.degraded).toBe(true);
+    t.finish();
+    await proxy.up();
+    await b.ready(5000);
+    // Back well within the ttl; the incarnation that counted the slot no longer beats, and is reaped after the ttl.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count()).toBe(0);
+    await proxy.close();
   });
 
   it('serves from the local view while Redis is cut, then shares again; fail-closed refuses rates meanwhile', async () => {
