@@ -34,6 +34,8 @@ export interface RedisBackendOptions {
   settleDelayMs?: number;
   /** Called per script call sent with its admissions (metrics: calls per request). */
   onBatch?: (admissions: number) => void;
+  /** Operations after which a turn's batch is sent and another started (default 256): one Lua run stays bounded. */
+  maxOps?: number;
   /** Called on every change of degraded state (metrics). */
   onDegraded?: (degraded: boolean) => void;
   /**
@@ -198,6 +200,7 @@ export class RedisBackend implements CounterBackend {
   private readonly podId = randomUUID();
   private readonly podsTimer: NodeJS.Timeout;
   private readonly podTtlMs: number;
+  private readonly maxOps: number;
   /**
    * The pod's incarnation for concurrency slots (redis-scripts.ts, BATCH): a new one after every failed call and
    * whenever Redis says the current one was reaped. `registered` once a call under it was answered.
@@ -236,6 +239,7 @@ export class RedisBackend implements CounterBackend {
     this.onDegraded = opts.onDegraded;
     this.onBatch = opts.onBatch;
     this.podTtlMs = opts.podTtlMs ?? POD_TTL_MS;
+    this.maxOps = opts.maxOps ?? MAX_OPS;
     this.client = new Redis(opts.url, {
       // The backend gathers a turn's work into one script call itself (Batch).
       enableAutoPipelining: false,
@@ -275,9 +279,27 @@ export class RedisBackend implements CounterBackend {
       this.share.setPods(Number(pods));
       // Reaped (silent too long, e.g. a stalled event loop): what it held was freed, so a new incarnation adopts it.
       if (!leaving && member !== '' && Number(present) === 0 && inc === this.inc) this.newIncarnation();
+      // A new incarnation registers (adopting the slots held) with its first call that needs it. While the pod holds
+      // slots and sends nothing else, the heartbeat sends that call, before the old one that counted them is reaped.
+      if (!leaving && !this.registered && this.holdsSlots()) this.register();
     } catch {
       // Unreachable: the count from the last answer stands, which is the one an outage needs.
     }
+  }
+
+  private holdsSlots(): boolean {
+    for (const h of this.held.values()) if (h.n > 0) return true;
+    return false;
+  }
+
+  /** Puts the current incarnation's registration in the batch being gathered (sent with it, a few ms later). */
+  private register(): void {
+    const b = this.batch(false);
+    if (b.iAt >= 0) return;
+    b.iAt = b.argv.length;
+    b.argv.push(this.introduction(b));
+    b.ops.push({ kind: 'I' });
+    b.size++;
   }
 
   /** The name an incarnation of this pod counts under in Redis. */
@@ -400,7 +422,7 @@ export class RedisBackend implements CounterBackend {
    */
   private batch(urgent: boolean): Batch {
     // A turn with very many requests is split, so one call (and one Lua run) stays bounded.
-    if (this.open !== undefined && this.open.size >= MAX_OPS) this.flushNow();
+    if (this.open !== undefined && this.open.size >= this.maxOps) this.flushNow();
     const b = (this.open ??= new Batch(this.inc, ++this.calls));
     if (urgent && !this.immediate) {
       this.immediate = true;
@@ -653,13 +675,17 @@ export class RedisBackend implements CounterBackend {
     const replays = this.replays;
     this.replays = [];
     // Their slots, if any, were adopted by the incarnation after the failure, or not held: a replay frees none.
-    for (const r of replays) {
-      const b = this.batch(false);
+    // One failed call's settlements go in one call, never split by the bound on a batch: the script decides once per
+    // failed call whether they count, and keeps its number once they did.
+    let b: Batch | undefined;
+    for (let i = 0; i < replays.length; i++) {
+      const r = replays[i];
+      if (i === 0 || r.done !== replays[i - 1].done || r.seq !== replays[i - 1].seq) b = this.batch(false);
       const [dw, df] = r.s.spendDelta === 0n ? ZERO : split(r.s.spendDelta);
-      b.argv.push(`T ${b.list(this.prebuilt(r.s.rules, r.s.spendKeys))} ${r.s.now} ${r.s.tokensDelta} ${dw} ${df} ${r.done} ${r.seq}`);
+      b!.argv.push(`T ${b!.list(this.prebuilt(r.s.rules, r.s.spendKeys))} ${r.s.now} ${r.s.tokensDelta} ${dw} ${df} ${r.done} ${r.seq}`);
       // Its own call failing, it is sent again under the same number.
-      b.ops.push({ kind: 'T', r });
-      b.size++;
+      b!.ops.push({ kind: 'T', r });
+      b!.size++;
     }
   }
 

@@ -43,8 +43,8 @@ function world(key: Record<string, unknown>, totalMs = 1000, org: Record<string,
   return { requestId: 'r', key: k, model: m, family: 'chat', billing: 'text', requestBytes: 400, targets: m.protocols.openai! } satisfies GovernedCall;
 }
 
-async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDown: 'local' | 'refuse' = 'local', keyPrefix = prefix, podTtlMs?: number): Promise<RedisBackend> {
-  const b = new RedisBackend({ url, prefix: keyPrefix, ratesWhenDown, commandTimeoutMs: 500, podTtlMs });
+async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDown: 'local' | 'refuse' = 'local', keyPrefix = prefix, podTtlMs?: number, maxOps?: number): Promise<RedisBackend> {
+  const b = new RedisBackend({ url, prefix: keyPrefix, ratesWhenDown, commandTimeoutMs: 500, podTtlMs, maxOps });
   backends.push(b);
   await b.ready();
   return b;
@@ -699,6 +699,70 @@ describe('redis backend', () => {
     t.finish();
     await new Promise((r) => setTimeout(r, 100));
     expect((await g.describe(c.key)).budgets[0].spent).toBe('0.5');
+  });
+
+  it('sends one failed call\'s replayed settlements together, however small the bound on a batch', async () => {
+    // Three keys' budgets settled in one call that fails. Their replays join a batch that already holds an admission:
+    // with three operations a batch they would go in two calls, and the second would find the failed call's number
+    // kept by the first.
+    const cs = [world({ budget: { total: '100' } }), world({ budget: { total: '100' } }), world({ budget: { total: '100' } })];
+    const b = await backend(undefined, 'local', prefix, 1500, 3);
+    const g = new Governor({ backend: b });
+    const ts = [];
+    for (const c of cs) ts.push((await admit(g, c)) as Ticket);
+    const evalsha = (b.client as unknown as Raw).evalshaBuffer.bind(b.client);
+    let fail = true;
+    (b.client as unknown as Raw).evalshaBuffer = async (...args: unknown[]) => {
+      const flat = args.flat();
+      const ops = flat.slice(2 + Number(flat[1])) as string[];
+      if (fail && ops.some((a) => a[0] === 'S')) {
+        fail = false;
+        throw new Error('Connection is closed.');
+      }
+      const res = await evalsha(...args);
+      // Reads answer late, so an admission gathers behind them.
+      if (ops.some((a) => a[0] === 'P')) await new Promise((r) => setTimeout(r, 50));
+      return res;
+    };
+    for (const t of ts) {
+      t.charged({ input: 1, output: 1, cacheRead: 0, cacheWrite: 0, costPoints: '0.5' } as LedgerRow);
+      t.finish();
+    }
+    await b.drain();
+    expect(b.degraded).toBe(true);
+    const reading = g.describe(cs[0].key);
+    await new Promise((r) => setTimeout(r, 10));
+    const late = (await Promise.all([admit(g, cs[1]), reading]))[0] as Ticket;
+    await new Promise((r) => setTimeout(r, 50));
+    await b.drain();
+    expect(b.degraded).toBe(false);
+    const spent = await Promise.all(cs.map(async (c) => (await g.describe(c.key)).budgets[0].spent));
+    // The late admission's reservation (0.0001) is on the second key.
+    expect(spent).toEqual(['0.5', '0.5001', '0.5']);
+    late.finish();
+  });
+
+  it('a new incarnation holding slots registers with the heartbeat, before the old one is reaped', async () => {
+    const proxy = await startTcpProxy(REDIS);
+    const own = `${prefix}${randomUUID()}:`;
+    const b = await backend(`redis://127.0.0.1:${proxy.port}`, 'local', own, 600);
+    const direct = await backend(undefined, 'local', `${prefix}${randomUUID()}:`);
+    const g = new Governor({ backend: b });
+    const c = world({ limits: { concurrency: 2 } });
+    const count = async () => Number((await direct.client.hget(`${own}${c.key.governance!.rules[0].id}|n`, 't')) ?? 0);
+    const t = (await admit(g, c)) as Ticket;
+    // A blip: the pod renews its incarnation, and nothing else happens on this pod.
+    await proxy.down();
+    await new Promise((r) => setTimeout(r, 100));
+    await proxy.up();
+    await b.ready(5000);
+    // Past the ttl the old incarnation is reaped; the slot still held is counted under the new one.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await count()).toBe(1);
+    t.finish();
+    await b.drain();
+    expect(await count()).toBe(0);
+    await proxy.close();
   });
 
   it('a request settled before the new incarnation adopted anything frees nothing under it', async () => {
