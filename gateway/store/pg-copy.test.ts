@@ -3,6 +3,19 @@ import { openPgStore } from './pg-store.ts';
 
 const url = process.env.DATABASE_URL;
 
+describe.skipIf(!url)('pg store', () => {
+  it('commits durably even where the connection\'s default says otherwise', async () => {
+    const off = `${url!}${url!.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c synchronous_commit=off')}`;
+    const store = openPgStore(off, { max: 2 });
+    try {
+      const shown = await Promise.all([0, 1].map(() => store.query<{ synchronous_commit: string }>('SHOW synchronous_commit')));
+      expect(shown.map((r) => r.rows[0].synchronous_commit)).toEqual(['on', 'on']);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe.skipIf(!url)('pg copyIn', () => {
   it('keeps a one-client pool usable after the server refuses a script', async () => {
     const store = openPgStore(url!, { max: 1 });

@@ -18,6 +18,12 @@ export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig
   // An idle client losing its server (restart, network cut) must not crash the process;
   // the next query gets a fresh connection or a clear error.
   pool.on('error', () => {});
+  // The journal deletes a batch's rows once its commit returns, so the commit must be durable whatever the server's,
+  // database's or role's default (synchronous_commit=off is a common tuning, and would lose those rows in a crash).
+  // Queued on each new connection ahead of anything the pool hands it.
+  pool.on('connect', (client) => {
+    client.query('SET synchronous_commit TO on').catch(() => {});
+  });
 
   const handle = (c: pg.Pool | pg.PoolClient): Queryable => ({
     async query<T>(sql: string, params?: unknown[]) {
