@@ -49,3 +49,17 @@ describe('PGlite data directory', () => {
     }
   });
 });
+
+describe('PGlite store close', () => {
+  it('does not wait for a wedged statement: the statement fails and close returns', async () => {
+    // In memory (no data directory): a statement that holds the worker far longer than close waits for.
+    const store = await openPgliteStore(undefined, { closeWaitMs: 300 });
+    const wedged = store.query('SELECT pg_sleep(60)').then(
+      () => 'finished',
+      (err: Error) => err.message,
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    await store.close();
+    expect(await wedged).toMatch(/exited/);
+  }, 30_000);
+});

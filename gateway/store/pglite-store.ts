@@ -60,6 +60,9 @@ function startInitProcess(dataDir: string): ChildProcess {
 // Generous: a first boot (initdb) takes seconds on a quiet machine and a minute on a very busy one. Past it the
 // worker is wedged (e.g. its directory was removed under it) and start fails with that, rather than waiting for ever.
 const START_TIMEOUT_MS = 300_000;
+// How long close() waits for the statement in progress (a batch takes well under a second; a wedged one never ends).
+const CLOSE_WAIT_MS = 10_000;
+const ok = () => true;
 
 /**
  * Waits for the start reply of a worker or the init process; rejects with its error, when it exits first, or after
@@ -128,7 +131,7 @@ async function waitForPreviousOwner(dataDir: string): Promise<void> {
 }
 
 /** `dataDir` undefined means in memory (tests only). */
-export async function openPgliteStore(dataDir?: string): Promise<Store> {
+export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: number } = {}): Promise<Store> {
   baselineWasmOnly();
   // libuv's thread pool (the journal's file writes) starts with the first asynchronous fs call, and its threads
   // inherit the niceness of the thread that made it: make it from here, before the worker lowers its own.
@@ -237,11 +240,16 @@ export async function openPgliteStore(dataDir?: string): Promise<Store> {
     async close() {
       if (closed) return;
       closed = true;
-      await exclusive(() => call({ op: 'close' })).catch(() => {});
-      // It exits once PGlite is closed and its port drops; a wedged one is not waited for.
+      // Closed after the statement in progress, if it ends in time; a wedged one is not waited for (the worker is ended,
+      // as a crash would: what was committed is kept, and what was not is still in the journal).
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((r) => (timer = setTimeout(r, opts.closeWaitMs ?? CLOSE_WAIT_MS)));
+      const inTime = await Promise.race([exclusive(() => call({ op: 'close' })).then(ok, ok), late.then(() => false)]);
+      clearTimeout(timer);
+      // It exits once PGlite is closed and its port drops.
       if (worker.threadId !== -1) {
         const exited = new Promise((r) => worker.once('exit', r));
-        const timer = setTimeout(() => void worker.terminate(), 5_000);
+        const timer = setTimeout(() => void worker.terminate(), inTime ? 5_000 : 0);
         await exited;
         clearTimeout(timer);
       }
