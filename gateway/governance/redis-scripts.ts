@@ -346,6 +346,26 @@ local function incarnation(s)
   if call('ZSCORE', alive, me) then
     live = true
   elseif reg == '1' then
+    -- This pod's retired incarnations are reaped now, not a ttl later: what they counted and the pod still holds is
+    -- adopted below, so it would count twice meanwhile. Nothing of theirs can come after this: Redis runs one
+    -- connection's calls in order, and a closed connection's calls ran before it closed or not at all. First, before
+    -- any count is read into the call's cache.
+    local pod = match(me, '^(.*)%.%d+$')
+    for _, m in ipairs(call('ZRANGE', alive, 0, -1)) do
+      if m ~= me and sub(m, 1, #pod + 1) == pod .. '.' then
+        local set = alive .. '|' .. m
+        for _, key in ipairs(call('SMEMBERS', set)) do
+          local v = call('HGET', key, m)
+          if v then
+            -- As text: Lua would send minus zero as "-0", which HINCRBY refuses.
+            if v ~= '0' then call('HINCRBY', key, 't', fmt('%d', -tonum(v))) end
+            call('HDEL', key, m)
+          end
+        end
+        call('DEL', set)
+        call('ZREM', alive, m)
+      end
+    end
     local t = call('TIME')
     call('ZADD', alive, fmt('%d', tonum(t[1]) * 1000 + floor(tonum(t[2]) / 1000)), me)
     live = true

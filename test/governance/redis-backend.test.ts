@@ -765,6 +765,29 @@ describe('redis backend', () => {
     await proxy.close();
   });
 
+  it('a new incarnation\'s registration reaps the pod\'s retired ones at once: held slots never count twice', async () => {
+    const c = world({ limits: { concurrency: 3 } });
+    const own = `${prefix}${randomUUID()}:`;
+    const b = await backend(undefined, 'local', own);
+    const g = new Governor({ backend: b });
+    const count = async () => Number((await b.client.hget(`${own}${c.key.governance!.rules[0].id}|n`, 't')) ?? 0);
+    const held = [(await admit(g, c)) as Ticket, (await admit(g, c)) as Ticket];
+    // A read fails before it runs: the pod retires its incarnation, which still counts the two held slots.
+    (b.client as unknown as Raw).evalshaBuffer = async () => {
+      throw new Error('Connection is closed.');
+    };
+    await g.describe(c.key);
+    delete (b.client as unknown as Partial<Raw>).evalshaBuffer;
+    // The next admission registers a new incarnation adopting the two: the third slot is free at once, not a ttl later.
+    const third = await admit(g, c);
+    expect(third).not.toBeInstanceOf(GatewayError);
+    expect(await count()).toBe(3);
+    expect(await admit(g, c)).toMatchObject({ kind: 'rate_limited' });
+    for (const t of [...held, third as Ticket]) t.finish();
+    await b.drain();
+    expect(await count()).toBe(0);
+  });
+
   it('a request settled before the new incarnation adopted anything frees nothing under it', async () => {
     const c = world({ limits: { concurrency: 5 } });
     const own = `${prefix}${randomUUID()}:`;
