@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { openPgliteStore } from './pglite-store.ts';
+import { END_WORKER, openPgliteStore } from './pglite-store.ts';
 
 const STORE = fileURLToPath(new URL('./pglite-store.ts', import.meta.url));
 
@@ -61,5 +61,35 @@ describe('PGlite store close', () => {
     await new Promise((r) => setTimeout(r, 100));
     await store.close();
     expect(await wedged).toMatch(/exited/);
+  }, 30_000);
+});
+
+describe('PGlite store after its worker dies', () => {
+  it('starts another on the same directory: what was committed is there, and a transaction never straddles the two', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pglite-restart-'));
+    const store = await openPgliteStore(join(dir, 'data'));
+    try {
+      await store.exec('CREATE TABLE t (a int); INSERT INTO t VALUES (1)');
+      // A transaction whose worker dies between two statements fails whole, even once another worker is up.
+      const tx = store.transaction(async (q) => {
+        await q.exec('INSERT INTO t VALUES (2)');
+        await (store as unknown as Record<symbol, () => Promise<number>>)[END_WORKER]();
+        await new Promise((r) => setTimeout(r, 2500));
+        await q.exec('INSERT INTO t VALUES (3)');
+      });
+      await expect(tx).rejects.toThrow();
+      let rows: { n: string }[] | undefined;
+      for (let i = 0; i < 50 && !rows; i++) {
+        rows = await store.query<{ n: string }>('SELECT count(*) AS n, max(a) AS m FROM t').then(
+          (r) => r.rows,
+          () => undefined,
+        );
+        if (!rows) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(rows).toEqual([{ n: '1', m: 1 }]);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 30_000);
 });

@@ -62,6 +62,9 @@ function startInitProcess(dataDir: string): ChildProcess {
 const START_TIMEOUT_MS = 300_000;
 // How long close() waits for the statement in progress (a batch takes well under a second; a wedged one never ends).
 const CLOSE_WAIT_MS = 10_000;
+// A dead worker is started again after this, doubling while starts fail, up to the second.
+const RESTART_FIRST_MS = 1_000;
+const RESTART_MAX_MS = 30_000;
 const ok = () => true;
 
 /**
@@ -130,6 +133,9 @@ async function waitForPreviousOwner(dataDir: string): Promise<void> {
   }
 }
 
+/** Ends the store's worker thread as a crash would (tests: the store starts another). */
+export const END_WORKER = Symbol('end the PGlite worker');
+
 /** `dataDir` undefined means in memory (tests only). */
 export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: number } = {}): Promise<Store> {
   baselineWasmOnly();
@@ -151,10 +157,15 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
       }
     }
   }
-  const worker = startWorker(dataDir);
+  let worker = startWorker(dataDir);
+  // Which worker a statement went to: a transaction's statements must all reach the one its BEGIN did.
+  let generation = 0;
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let gone: Error | undefined;
+  let closed = false;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let restartDelayMs = RESTART_FIRST_MS;
   // Referenced only while a statement is out: an idle store never keeps the process alive, a busy one does.
   const hold = (on: boolean) => {
     if (on) worker.ref();
@@ -171,19 +182,59 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
     gone = err;
     for (const id of [...pending.keys()]) settle(id, (p) => p.reject(err));
   };
+  /**
+   * A worker that died (PGlite aborted: out of memory, a bug) is started again on the same directory, after a pause
+   * that grows while starts fail: the store comes back by itself, as a Postgres server does after a restart. Until
+   * then every statement fails at once, and the ledger keeps its rows in the journal and retries.
+   */
+  const restartLater = () => {
+    if (closed || dataDir === undefined || restartTimer !== undefined) return;
+    restartTimer = setTimeout(() => void restart(), restartDelayMs);
+    restartTimer.unref();
+    restartDelayMs = Math.min(RESTART_MAX_MS, restartDelayMs * 2);
+  };
+  const restart = async () => {
+    restartTimer = undefined;
+    const w = startWorker(dataDir);
+    try {
+      await started(w, () => void w.terminate());
+    } catch {
+      await w.terminate();
+      restartLater();
+      return;
+    }
+    if (closed) {
+      await w.terminate();
+      return;
+    }
+    worker = w;
+    generation++;
+    wire(w);
+    gone = undefined;
+    restartDelayMs = RESTART_FIRST_MS;
+  };
+  const wire = (w: Worker) => {
+    w.on('message', (r: PgliteReply) => settle(r.id, (p) => (r.ok ? p.resolve(r) : p.reject(errorFrom(r.error)))));
+    const died = (err: Error) => {
+      if (w !== worker) return;
+      fail(err);
+      restartLater();
+    };
+    w.on('error', died);
+    w.on('exit', (code) => died(new Error(`PGlite worker exited (code ${code})`)));
+    hold(false);
+  };
   try {
     await started(worker, () => void worker.terminate());
   } catch (err) {
     await worker.terminate();
     throw err;
   }
-  worker.on('message', (r: PgliteReply) => settle(r.id, (p) => (r.ok ? p.resolve(r) : p.reject(errorFrom(r.error)))));
-  worker.on('error', fail);
-  worker.on('exit', (code) => fail(new Error(`PGlite worker exited (code ${code})`)));
-  hold(false);
+  wire(worker);
 
-  const call = (m: Op): Promise<PgliteReply & { ok: true }> => {
+  const call = (m: Op, gen?: number): Promise<PgliteReply & { ok: true }> => {
     if (gone) return Promise.reject(gone);
+    if (gen !== undefined && gen !== generation) return Promise.reject(new Error('PGlite worker restarted during the transaction'));
     const id = nextId++;
     return new Promise((resolve, reject) => {
       pending.set(id, { resolve, reject });
@@ -196,19 +247,21 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
       }
     });
   };
-  const direct: Queryable = {
+  /** Statements to the current worker, or (`gen` given) only to the worker of that generation. */
+  const on = (gen?: number): Queryable => ({
     async query<T>(sql: string, params?: unknown[]) {
-      return { rows: (await call({ op: 'query', sql, params })).rows as T[] };
+      return { rows: (await call({ op: 'query', sql, params }, gen)).rows as T[] };
     },
     async exec(sql: string) {
-      await call({ op: 'exec', sql });
+      await call({ op: 'exec', sql }, gen);
     },
     async copyQuery<T>(script: string, data: string | Uint8Array) {
       // A view of a larger buffer would be cloned whole on its way to the worker: send exactly its bytes.
       const blob = typeof data === 'string' || data.byteLength === data.buffer.byteLength ? data : new Uint8Array(data);
-      return { rows: (await call({ op: 'exec', sql: script, blob })).rows as T[] };
+      return { rows: (await call({ op: 'exec', sql: script, blob }, gen)).rows as T[] };
     },
-  };
+  });
+  const direct = on();
 
   // One connection: a transaction's statements must not interleave with anyone else's.
   let tail: Promise<unknown> = Promise.resolve();
@@ -217,29 +270,31 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
     tail = run.catch(() => {});
     return run;
   };
-  let closed = false;
-
-  return {
+  const store: Store & { [END_WORKER]: () => Promise<number> } = {
+    [END_WORKER]: () => worker.terminate(),
     kind: 'pglite',
     query: (sql, params) => exclusive(() => direct.query(sql, params)),
     exec: (sql) => exclusive(() => direct.exec(sql)),
     copyQuery: <T>(script: string, data: string | Uint8Array) => exclusive(() => direct.copyQuery!<T>(script, data)),
     transaction: (fn) =>
       exclusive(async () => {
-        await direct.exec('BEGIN');
+        // Every statement of it to the worker that began it: one started since would run them outside it.
+        const tx = on(generation);
+        await tx.exec('BEGIN');
         let out;
         try {
-          out = await fn(direct);
+          out = await fn(tx);
         } catch (err) {
-          await direct.exec('ROLLBACK').catch(() => {});
+          await tx.exec('ROLLBACK').catch(() => {});
           throw err;
         }
-        await direct.exec('COMMIT');
+        await tx.exec('COMMIT');
         return out;
       }),
     async close() {
       if (closed) return;
       closed = true;
+      clearTimeout(restartTimer);
       // Closed after the statement in progress, if it ends in time; a wedged one is not waited for (the worker is ended,
       // as a crash would: what was committed is kept, and what was not is still in the journal).
       let timer: NodeJS.Timeout | undefined;
@@ -255,4 +310,5 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
       }
     },
   };
+  return store;
 }
