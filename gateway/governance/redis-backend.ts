@@ -212,6 +212,8 @@ export class RedisBackend implements CounterBackend {
    * from then on a held slot is counted under it, so a settlement frees it there (see settle).
    */
   private adoptedInc = 0;
+  /** Set by close(): a heartbeat answered after it registers nothing (the pod has left). */
+  private closing = false;
   /** Slots this pod holds in Redis per concurrency rule, adopted by each new incarnation. */
   private readonly held = new Map<string, Held>();
   /** Spend accrued while degraded, per counter (with its ttl), added to Redis on recovery. */
@@ -281,7 +283,7 @@ export class RedisBackend implements CounterBackend {
       if (!leaving && member !== '' && Number(present) === 0 && inc === this.inc) this.newIncarnation();
       // A new incarnation registers (adopting the slots held) with its first call that needs it. While the pod holds
       // slots and sends nothing else, the heartbeat sends that call, before the old one that counted them is reaped.
-      if (!leaving && !this.registered && this.holdsSlots()) this.register();
+      if (!leaving && !this.closing && !this.registered && this.holdsSlots()) this.register();
     } catch {
       // Unreachable: the count from the last answer stands, which is the one an outage needs.
     }
@@ -759,6 +761,7 @@ export class RedisBackend implements CounterBackend {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     if (this.retry !== undefined) clearTimeout(this.retry);
     clearInterval(this.podsTimer);
     await this.drain();

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -91,5 +91,23 @@ describe('PGlite store after its worker dies', () => {
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  }, 30_000);
+});
+
+describe.runIf(existsSync('/proc/thread-self'))('PGlite store closed while a new worker starts', () => {
+  it('ends the worker being started: no second PGlite is left on the directory', async () => {
+    const threads = () => readdirSync('/proc/self/task').filter((t) => readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim() === 'WorkerThread').length;
+    const dir = mkdtempSync(join(tmpdir(), 'pglite-restart-close-'));
+    const before = threads();
+    const store = await openPgliteStore(join(dir, 'data'));
+    try {
+      await (store as unknown as Record<symbol, () => Promise<number>>)[END_WORKER]();
+      // The replacement starts 1 s after the death and takes a while to open the directory: close during that.
+      await new Promise((r) => setTimeout(r, 1100));
+    } finally {
+      await store.close();
+    }
+    expect(threads()).toBe(before);
+    rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 });

@@ -166,6 +166,8 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
   let closed = false;
   let restartTimer: NodeJS.Timeout | undefined;
   let restartDelayMs = RESTART_FIRST_MS;
+  // A replacement worker still opening the directory: close() ends it rather than leave it running on the files.
+  let starting: Worker | undefined;
   // Referenced only while a statement is out: an idle store never keeps the process alive, a busy one does.
   const hold = (on: boolean) => {
     if (on) worker.ref();
@@ -183,9 +185,10 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
     for (const id of [...pending.keys()]) settle(id, (p) => p.reject(err));
   };
   /**
-   * A worker that died (PGlite aborted: out of memory, a bug) is started again on the same directory, after a pause
-   * that grows while starts fail: the store comes back by itself, as a Postgres server does after a restart. Until
-   * then every statement fails at once, and the ledger keeps its rows in the journal and retries.
+   * A worker thread that died is started again on the same directory, after a pause that grows while starts fail:
+   * the store comes back by itself, as a Postgres server does after a restart. Until then every statement fails at
+   * once, and the ledger keeps its rows in the journal and retries. Not on a directory that lost its database (no
+   * PG_VERSION): a new empty one would have no tables, so that waits for the gateway's own restart (first boot).
    */
   const restartLater = () => {
     if (closed || dataDir === undefined || restartTimer !== undefined) return;
@@ -195,13 +198,17 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
   };
   const restart = async () => {
     restartTimer = undefined;
-    const w = startWorker(dataDir);
+    if (closed) return;
+    if (!existsSync(join(dataDir!, 'PG_VERSION'))) return restartLater();
+    const w = (starting = startWorker(dataDir));
     try {
       await started(w, () => void w.terminate());
     } catch {
       await w.terminate();
       restartLater();
       return;
+    } finally {
+      starting = undefined;
     }
     if (closed) {
       await w.terminate();
@@ -295,6 +302,7 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
       if (closed) return;
       closed = true;
       clearTimeout(restartTimer);
+      if (starting !== undefined) await starting.terminate();
       // Closed after the statement in progress, if it ends in time; a wedged one is not waited for (the worker is ended,
       // as a crash would: what was committed is kept, and what was not is still in the journal).
       let timer: NodeJS.Timeout | undefined;
