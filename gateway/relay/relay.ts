@@ -96,6 +96,7 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
   const onClose = () => {
     if (raw.writableFinished) return;
     clientGone = true;
+    controller.noMoreAttempts = true;
     if (current?.provider.abortOnDisconnect) controller.abort(new Error('client disconnected'));
   };
   raw.on('close', onClose);
@@ -118,12 +119,12 @@ export async function relay(deps: RelayDeps, first: RelayCall, reply: FastifyRep
       } catch (err) {
         // Every attempt that threw has already given back its concurrency slot.
         health = undefined;
-        const next = err instanceof ExhaustedError && !controller.aborted ? call.fallback?.() : undefined;
+        const next = err instanceof ExhaustedError && !controller.aborted && !clientGone ? call.fallback?.() : undefined;
         if (!next) throw err;
         call = next;
         continue;
       }
-      if (!retryableStatus(res.statusCode) || controller.aborted) break;
+      if (!retryableStatus(res.statusCode) || controller.aborted || clientGone) break;
       const next = call.fallback?.();
       if (!next) break;
       tel.upstreamDone();
@@ -203,13 +204,23 @@ async function relayJson(deps: RelayDeps, ticket: Ticket | undefined, call: Rela
     throw failure;
   }
   tel.upstreamDone(parsed);
+  // Converted before anything is billed: a 200 the converter cannot read is no answer either, billed (at nothing)
+  // only for the usage the provider reports it spent, like a body that is not JSON.
+  let out = buf;
+  if (call.convert) {
+    try {
+      out = Buffer.from(JSON.stringify(call.convert.json(parsed)));
+    } catch (err) {
+      const failure = err instanceof GatewayError ? err : new GatewayError('upstream_invalid_response', `The upstream provider "${target.provider.id}" answered ${res.statusCode} with a body this route cannot convert.`);
+      const reported = call.reader.fromJson(parsed);
+      if (reported && !reported.estimated) await bill(deps, ticket, tel, unbilledAttempt(charge(call, target, reported, undefined, attempts), failure.kind));
+      throw failure;
+    }
+  }
   const usage: Usage = call.reader.fromJson(parsed) ?? estimateUsage(call.requestBytes, buf.length);
   const row = charge(call, target, usage, undefined, attempts, res.statusCode, reply.elapsedTime);
   await bill(deps, ticket, tel, row);
   if (gone()) return;
-  if (call.convert) {
-    buf = Buffer.from(JSON.stringify(call.convert.json(parsed)));
-  }
   reply
     .code(res.statusCode)
     .header('content-type', call.convert ? 'application/json' : (res.headers['content-type'] ?? 'application/json'))
@@ -219,7 +230,7 @@ async function relayJson(deps: RelayDeps, ticket: Ticket | undefined, call: Rela
   tel.setOverheadHeader(reply);
   // Not awaited: a reply is a thenable, and awaiting one that already ended costs two microtask turns for nothing
   // (no onSend hook delays a Buffer on these routes, so the answer is written by the time `send` returns).
-  reply.send(buf);
+  reply.send(out);
 }
 
 /** The usage a body that failed to parse whole still states in its top-level usage member (read from its tail). */

@@ -7,6 +7,7 @@ import type { UpstreamTarget } from '../snapshot/runtime.ts';
 import type { Protocol } from '../snapshot/schema.ts';
 import type { Exchange, ExchangeCall } from '../telemetry/exchange.ts';
 import type { Abortable } from '../upstream/abort-switch.ts';
+import { AbortSwitch } from '../upstream/abort-switch.ts';
 import type { UpstreamClient, UpstreamResponse } from '../upstream/client.ts';
 import { isTimeout, upstreamError } from '../upstream/client.ts';
 import { backoffMs, pause, retryAfterMs } from './backoff.ts';
@@ -84,7 +85,7 @@ export async function sendWithRetries(
     const { path, body, contentType } = call.build(target);
     // A streamed body can be sent once: no attempt after this one.
     const last = attempt >= policy.maxAttempts || (typeof body !== 'string' && !Buffer.isBuffer(body));
-    health.begin();
+    const probe = health.begin();
     onAttempt(target, health);
     tel.upstreamStart(call, target);
     let res: UpstreamResponse;
@@ -95,21 +96,25 @@ export async function sendWithRetries(
         // The request's own body refused itself while it was streamed up (a client error found mid-upload, a 4xx):
         // not the upstream's failure, and not worth another attempt; the client gets it as it is.
         tel.upstreamFailed(err);
-        health.release();
+        health.release(probe);
         throw err;
       }
       const e = upstreamError(err, target.provider.id, signal);
       tel.upstreamFailed(e);
+      // Our own abort, or a provider with no credential: nothing another attempt could change (nor any outcome).
+      if (signal.aborted || target.provider.missingCredential) {
+        health.release(probe);
+        throw e;
+      }
       health.release();
-      // Our own abort, or a provider with no credential: nothing another attempt could change.
-      if (signal.aborted || target.provider.missingCredential) throw e;
       health.failed(isTimeout(err) || e.kind === 'upstream_timeout' ? 'timeout' : 'transport_error', Date.now(), policy);
       lastErr = e;
-      if (last) throw new ExhaustedError(e.kind, e.message);
+      if (last || stopped(signal)) throw new ExhaustedError(e.kind, e.message);
       const wait = backoffMs(policy, attempt);
       if (Date.now() + wait >= deadline) throw new ExhaustedError(e.kind, e.message);
       health.retries++;
       if (!(await pause(wait, signal))) throw e;
+      if (stopped(signal)) throw new ExhaustedError(e.kind, e.message);
       continue;
     }
     const status = res.statusCode;
@@ -120,7 +125,7 @@ export async function sendWithRetries(
       return res;
     }
     health.failed(outcome, Date.now(), policy);
-    if (last || !retryableStatus(status)) return res;
+    if (last || !retryableStatus(status) || stopped(signal)) return res;
     let wait = backoffMs(policy, attempt);
     const asked = retryAfterMs(res.headers);
     if (asked !== undefined) {
@@ -135,6 +140,11 @@ export async function sendWithRetries(
     res.body.destroy();
     health.release();
     health.retries++;
-    if (!(await pause(wait, signal))) throw lastErr;
+    if (!(await pause(wait, signal)) || stopped(signal)) throw lastErr;
   }
+}
+
+/** The client left: the attempt in flight is relayed and billed as the provider bills it, but no other is started. */
+function stopped(signal: Abortable): boolean {
+  return signal instanceof AbortSwitch && signal.noMoreAttempts;
 }

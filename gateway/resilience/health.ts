@@ -115,20 +115,29 @@ export class TargetHealth {
     return policy.maxConcurrency > 0 && this.inFlight >= policy.maxConcurrency;
   }
 
-  begin(): void {
+  /** An attempt starts; true when it is the half-open target's probe. */
+  begin(): boolean {
     this.inFlight++;
-    if (this.state === 'half_open') this.probing = true;
+    if (this.state !== 'half_open') return false;
+    this.probing = true;
+    return true;
   }
 
-  /** The request is over (answer relayed or given up): frees its concurrency slot. */
-  release(): void {
+  /**
+   * The request is over (answer relayed or given up): frees its concurrency slot. A probe that ended without an
+   * outcome (the request aborted, or its own upload refused itself) lets the next request probe instead.
+   */
+  release(probe = false): void {
     if (this.inFlight > 0) this.inFlight--;
+    if (probe && this.state === 'half_open') this.probing = false;
   }
 
   /** An answer that says the target works (2xx/3xx, or a 4xx about the request itself). */
   succeeded(outcome: 'success' | 'client_error', now: number, policy: RoutingPolicy): void {
     this.attempts[outcome]++;
     this.consecutiveFailures = 0;
+    // An attempt sent before the ejection, answering late: the cooldown stands (as for a late failure).
+    if (this.state === 'ejected') return;
     if (this.state !== 'healthy') {
       this.state = 'healthy';
       this.streak = 0;

@@ -75,6 +75,35 @@ describe('target health', () => {
     expect(h.ejectedUntil).toBe(11_000);
   });
 
+  it('a late success from before the ejection leaves the cooldown as it is', () => {
+    const h = new TargetHealth('k', 'p', 'm');
+    h.begin(); // sent while healthy, answers after the ejection
+    h.failed('server_error', 0, policy);
+    h.failed('server_error', 0, policy);
+    expect(h.state).toBe('ejected');
+    h.succeeded('success', 10, policy);
+    h.release();
+    expect(h.state).toBe('ejected');
+    expect(h.available(999, policy)).toBe(false);
+    expect(h.available(1000, policy)).toBe(true);
+  });
+
+  it('a probe that ends without an outcome (aborted) lets the next request probe', () => {
+    const h = new TargetHealth('k', 'p', 'm');
+    h.failed('server_error', 0, policy);
+    h.failed('server_error', 0, policy);
+    expect(h.available(1000, policy)).toBe(true);
+    expect(h.begin()).toBe(true);
+    expect(h.available(1000, policy)).toBe(false);
+    h.release(true);
+    expect(h.state).toBe('half_open');
+    expect(h.available(1000, policy)).toBe(true);
+    // An attempt from before that ends meanwhile frees no probe.
+    expect(h.begin()).toBe(true);
+    h.release();
+    expect(h.available(1000, policy)).toBe(false);
+  });
+
   it('a client error proves the target alive', () => {
     const h = new TargetHealth('k', 'p', 'm');
     h.failed('server_error', 0, policy);

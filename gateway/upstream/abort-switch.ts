@@ -10,6 +10,8 @@ export interface AbortWatcher {
 
 export class AbortSwitch {
   aborted = false;
+  /** Set when the client left while its upstream attempt goes on: no retry or fallback is started after it. */
+  noMoreAttempts = false;
   reason: unknown = undefined;
   private watcher: AbortWatcher | undefined;
   /** Watchers beyond the first (a backoff pause beside an attempt is rare): allocated only then. */

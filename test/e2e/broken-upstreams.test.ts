@@ -63,6 +63,16 @@ describe('a 200 whose body is not the protocol JSON', () => {
   });
 });
 
+describe('a 200 that a converting route cannot convert', () => {
+  it('messages over chat: a chat 200 without choices is a 502 in the messages shape, and nothing is billed', async () => {
+    t.upstream.nextResponse({ path: '/chat/completions', body: { id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt-4o-mini' } });
+    const res = await post('/api/v1/messages', { model: 'openai/gpt-4o-mini', max_tokens: 10, messages: hello });
+    expect(res.status).toBe(502);
+    expect(await readJson(res)).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+    expect(await rows(res)).toHaveLength(0);
+  });
+});
+
 describe('a usage object without the protocol fields', () => {
   it('chat-style usage on messages is billed by the estimate and flagged', async () => {
     t.upstream.nextResponse({

@@ -33,6 +33,7 @@ function resilienceWorld(c: SnapshotInput): SnapshotInput {
     models: [
       ...c.models!,
       { id: 'r/retry', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-retry' }] }, routing: { ...fast, ejectAfter: 100 } },
+      { id: 'r/leave', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-leave' }] }, routing: { ...fast, ejectAfter: 100 } },
       { id: 'r/cap', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-cap' }] }, routing: { ...fast, retryAfterCapMs: 500, ejectAfter: 100 } },
       { id: 'r/eject', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-eject' }] }, routing: { maxAttempts: 1, ejectAfter: 3, ejectBaseMs: 1500, ejectMaxMs: 60_000 } },
       { id: 'r/ratio', pricingGroup: 'mini', protocols: { openai: [{ provider: 'flaky', model: 'gpt-ratio' }] }, routing: { maxAttempts: 1, ejectAfter: 100, ejectFailurePercent: 50, ejectMinRequests: 10, ejectWindowMs: 60_000, ejectBaseMs: 1500 } },
@@ -95,6 +96,24 @@ describe('retries', () => {
     const s = await upstreamState('gpt-retry');
     expect(s.attempts).toMatchObject({ rate_limited: 1, success: 1 });
     expect(s.retries).toBe(1);
+  });
+
+  it('a client that leaves while its retry waits gets no further attempt started (nor billed)', async () => {
+    rateLimitOnce(t.upstream, 1, '/chat/completions');
+    const before = sentTo('gpt-leave');
+    const ac = new AbortController();
+    const res = fetch(`${t.url}/api/v1/chat/completions`, {
+      method: 'POST',
+      signal: ac.signal,
+      headers: { authorization: `Bearer ${t.keys.acme}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'r/leave', messages: hello }),
+    }).catch(() => undefined);
+    // The first attempt got a 429 asking for a second's wait: leave during it.
+    await sleep(300);
+    ac.abort();
+    await res;
+    await sleep(1500);
+    expect(sentTo('gpt-leave') - before).toBe(1);
   });
 
   it('a 503 burst shorter than the attempts is absorbed', async () => {
