@@ -1,4 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { generateApiKey } from '../auth/api-key.ts';
+import { GatewayError } from '../errors.ts';
+import type { RelayCall } from '../relay/relay.ts';
+import { compileSnapshot } from '../snapshot/runtime.ts';
+import { snapshotSchema } from '../snapshot/schema.ts';
+import { withFallbacks } from './fallbacks.ts';
 import { retryableStatus } from './attempts.ts';
 import { backoffMs, retryAfterMs } from './backoff.ts';
 import { FailureWindow, TargetHealth } from './health.ts';
@@ -222,5 +228,33 @@ describe('failure-ratio ejection (fake clock)', () => {
     expect([w.requests, w.failures]).toEqual([5, 5]);
     w.record(5000, false, 20_000, 50, 100); // another window length: starts over
     expect([w.requests, w.failures]).toEqual([1, 0]);
+  });
+});
+
+describe('fallbacks', () => {
+  it('skips a fallback the request cannot be built for, and tries the next', () => {
+    const k = generateApiKey();
+    const model = (id: string, extra: Record<string, unknown> = {}) => ({ id, pricingGroup: 'g', protocols: { openai: [{ provider: 'p', model: id }] }, ...extra });
+    const s = compileSnapshot(
+      snapshotSchema.parse({
+        providers: [{ id: 'p', baseUrl: 'http://127.0.0.1:9/v1' }],
+        pricingGroups: [{ id: 'g', mode: 'flat_tokens', prices: { input: '1', output: '2' } }],
+        models: [model('m/a', { routing: { fallbacks: ['m/b', 'm/c'] } }), model('m/b'), model('m/c')],
+        organizations: [{ id: 'o', models: ['*'] }],
+        apiKeys: [{ id: 'k', hash: k.hash, prefix: k.prefix, organization: 'o', project: 'web' }],
+      }),
+    );
+    const first = s.byName.get('m/a')!;
+    const made: string[] = [];
+    const call = withFallbacks(s, s.keysByHash.get(k.hash)!, first, { model: first } as unknown as RelayCall, (m) => {
+      made.push(m.id);
+      // m/b cannot take this request (a conversion its protocol refuses).
+      if (m.id === 'm/b') throw new GatewayError('invalid_request', 'cannot be expressed');
+      return { model: m } as unknown as RelayCall;
+    });
+    const next = call.fallback!();
+    expect(made).toEqual(['m/b', 'm/c']);
+    expect(next!.model.id).toBe('m/c');
+    expect(next!.fallback!()).toBeUndefined();
   });
 });
