@@ -5,7 +5,7 @@ import type { Queryable, Store } from './store.ts';
 
 export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig = {}): Store {
   const pool = new pg.Pool({
-    connectionString,
+    ...durable(connectionString),
     // The ledger's three writers plus room for the usage report and readiness checks.
     max: 6,
     connectionTimeoutMillis: 5_000,
@@ -18,12 +18,6 @@ export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig
   // An idle client losing its server (restart, network cut) must not crash the process;
   // the next query gets a fresh connection or a clear error.
   pool.on('error', () => {});
-  // The journal deletes a batch's rows once its commit returns, so the commit must be durable whatever the server's,
-  // database's or role's default (synchronous_commit=off is a common tuning, and would lose those rows in a crash).
-  // Queued on each new connection ahead of anything the pool hands it.
-  pool.on('connect', (client) => {
-    client.query('SET synchronous_commit TO on').catch(() => {});
-  });
 
   const handle = (c: pg.Pool | pg.PoolClient): Queryable => ({
     async query<T>(sql: string, params?: unknown[]) {
@@ -88,4 +82,24 @@ export function openPgStore(connectionString: string, poolOptions: pg.PoolConfig
       await pool.end();
     },
   };
+}
+
+// The journal deletes a batch's rows once its commit returns, so every commit must be durable whatever the server's,
+// database's or role's default (synchronous_commit=off is a common tuning, and would lose those rows in a crash). Set
+// in each connection's startup options, after any the URL gives (the later setting wins); pg would let the URL's own
+// `options` replace ours, so those move into the same string.
+const DURABLE = '-c synchronous_commit=on';
+
+function durable(connectionString: string): { connectionString: string; options: string } {
+  try {
+    const url = new URL(connectionString);
+    const own = url.searchParams.get('options');
+    if (own !== null) {
+      url.searchParams.delete('options');
+      return { connectionString: url.toString(), options: `${own} ${DURABLE}` };
+    }
+  } catch {
+    // Not a URL (a socket path with a database name): pg reads it as it is.
+  }
+  return { connectionString, options: DURABLE };
 }
