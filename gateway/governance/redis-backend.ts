@@ -296,12 +296,7 @@ export class RedisBackend implements CounterBackend {
 
   /** Puts the current incarnation's registration in the batch being gathered (sent with it, a few ms later). */
   private register(): void {
-    const b = this.batch(false);
-    if (b.iAt >= 0) return;
-    b.iAt = b.argv.length;
-    b.argv.push(this.introduction(b));
-    b.ops.push({ kind: 'I' });
-    b.size++;
+    this.introduce(this.batch(false));
   }
 
   /** The name an incarnation of this pod counts under in Redis. */
@@ -477,12 +472,16 @@ export class RedisBackend implements CounterBackend {
    * concurrency rule, the batch says its incarnation and number.
    */
   private group(b: Batch, p: Prebuilt, settling: boolean): number {
-    if ((settling || p.slots !== undefined) && b.iAt < 0) {
-      b.iAt = b.argv.length;
-      b.argv.push(this.introduction(b));
-      b.ops.push({ kind: 'I' });
-    }
+    if (settling || p.slots !== undefined) this.introduce(b);
     return b.list(p);
+  }
+
+  /** The batch's I operation, unless it has one. */
+  private introduce(b: Batch): void {
+    if (b.iAt >= 0) return;
+    b.iAt = b.argv.length;
+    b.argv.push(this.introduction(b));
+    b.ops.push({ kind: 'I' });
   }
 
   /** A batch's I operation: its incarnation and number, and when registering, the slots the pod holds now. */
@@ -557,7 +556,7 @@ export class RedisBackend implements CounterBackend {
     for (const x of b.admitted.values()) {
       const text = res[at++].toString('latin1');
       const now = x.now;
-      if (x.p.slots !== undefined && text.includes('+')) slotted = true;
+      if (!current && x.p.slots !== undefined && text.includes('+')) slotted = true;
       // One state for the whole group, or each request's answer (joined by ",", or one refusal).
       if (text.charCodeAt(0) === PLUS && text.indexOf(',') < 0) admitted(x.list, 0, x.list.length, x.p, now, CURSOR.reset(text));
       else {

@@ -5,6 +5,24 @@
 // half of '%.17g'.
 // A rules list travels once per call as its kinds, one letter per rule (r rpm, t tpm, c concurrency, b budget),
 // then one number per rate rule (its limit) and three per budget (whole points, femtopoints, counter ttl ms).
+/**
+ * Reaps incarnation `m` of the sorted set `alive`: its share comes off every concurrency count it is in, and it is
+ * forgotten. Shared by the heartbeat (PODS, silent incarnations) and a registration (BATCH, the pod's retired ones).
+ */
+const REAP = `local function reap(alive, m)
+  local set = alive .. '|' .. m
+  for _, key in ipairs(redis.call('SMEMBERS', set)) do
+    local v = redis.call('HGET', key, m)
+    if v then
+      -- As text: Lua would send minus zero as "-0", which HINCRBY refuses.
+      if v ~= '0' then redis.call('HINCRBY', key, 't', string.format('%d', -tonumber(v))) end
+      redis.call('HDEL', key, m)
+    end
+  end
+  redis.call('DEL', set)
+  redis.call('ZREM', alive, m)
+end`;
+
 const COMMON = `
 local W = 60000
 local EPS = 1e-6
@@ -351,20 +369,9 @@ local function incarnation(s)
     -- connection's calls in order, and a closed connection's calls ran before it closed or not at all. First, before
     -- any count is read into the call's cache.
     local pod = match(me, '^(.*)%.%d+$')
+    ${REAP}
     for _, m in ipairs(call('ZRANGE', alive, 0, -1)) do
-      if m ~= me and sub(m, 1, #pod + 1) == pod .. '.' then
-        local set = alive .. '|' .. m
-        for _, key in ipairs(call('SMEMBERS', set)) do
-          local v = call('HGET', key, m)
-          if v then
-            -- As text: Lua would send minus zero as "-0", which HINCRBY refuses.
-            if v ~= '0' then call('HINCRBY', key, 't', fmt('%d', -tonum(v))) end
-            call('HDEL', key, m)
-          end
-        end
-        call('DEL', set)
-        call('ZREM', alive, m)
-      end
+      if m ~= me and sub(m, 1, #pod + 1) == pod .. '.' then reap(alive, m) end
     end
     local t = call('TIME')
     call('ZADD', alive, fmt('%d', tonum(t[1]) * 1000 + floor(tonum(t[2]) / 1000)), me)
@@ -545,24 +552,11 @@ local t = call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
 local pods, alive, member = KEYS[1], KEYS[2], ARGV[3]
--- An incarnation's share comes off every count it is in, and it is forgotten.
-local function reap(m)
-  local set = alive .. '|' .. m
-  for _, key in ipairs(call('SMEMBERS', set)) do
-    local v = call('HGET', key, m)
-    if v then
-      -- As text: Lua would send minus zero as "-0", which HINCRBY refuses.
-      if v ~= '0' then call('HINCRBY', key, 't', string.format('%d', -tonumber(v))) end
-      call('HDEL', key, m)
-    end
-  end
-  call('DEL', set)
-  call('ZREM', alive, m)
-end
+${REAP}
 local present = 0
 if ARGV[4] == '1' then
   call('ZREM', pods, ARGV[1])
-  if member ~= '' then reap(member) end
+  if member ~= '' then reap(alive, member) end
 else
   call('ZADD', pods, now, ARGV[1])
   if member ~= '' and call('ZSCORE', alive, member) then
@@ -572,6 +566,6 @@ else
 end
 call('ZREMRANGEBYSCORE', pods, '-inf', now - ttl)
 call('PEXPIRE', pods, ttl * 2)
-for _, m in ipairs(call('ZRANGEBYSCORE', alive, '-inf', now - ttl, 'LIMIT', 0, 32)) do reap(m) end
+for _, m in ipairs(call('ZRANGEBYSCORE', alive, '-inf', now - ttl, 'LIMIT', 0, 32)) do reap(alive, m) end
 return {call('ZCARD', pods), present}
 `;

@@ -67,6 +67,19 @@ const RESTART_FIRST_MS = 1_000;
 const RESTART_MAX_MS = 30_000;
 const ok = () => true;
 
+/** A serving worker on `dataDir`, once PGlite is open in it (`onSpawn` sees it before that); ended if it fails to. */
+async function startServing(dataDir: string | undefined, onSpawn?: (w: Worker) => void): Promise<Worker> {
+  const w = startWorker(dataDir);
+  onSpawn?.(w);
+  try {
+    await started(w, () => void w.terminate());
+  } catch (err) {
+    await w.terminate();
+    throw err;
+  }
+  return w;
+}
+
 /**
  * Waits for the start reply of a worker or the init process; rejects with its error, when it exits first, or after
  * START_TIMEOUT_MS (then `stop`s it).
@@ -157,7 +170,7 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
       }
     }
   }
-  let worker = startWorker(dataDir);
+  let worker = await startServing(dataDir);
   // Which worker a statement went to: a transaction's statements must all reach the one its BEGIN did.
   let generation = 0;
   const pending = new Map<number, Pending>();
@@ -200,11 +213,10 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
     restartTimer = undefined;
     if (closed) return;
     if (!existsSync(join(dataDir!, 'PG_VERSION'))) return restartLater();
-    const w = (starting = startWorker(dataDir));
+    let w: Worker;
     try {
-      await started(w, () => void w.terminate());
+      w = await startServing(dataDir, (s) => (starting = s));
     } catch {
-      await w.terminate();
       restartLater();
       return;
     } finally {
@@ -231,12 +243,6 @@ export async function openPgliteStore(dataDir?: string, opts: { closeWaitMs?: nu
     w.on('exit', (code) => died(new Error(`PGlite worker exited (code ${code})`)));
     hold(false);
   };
-  try {
-    await started(worker, () => void worker.terminate());
-  } catch (err) {
-    await worker.terminate();
-    throw err;
-  }
   wire(worker);
 
   const call = (m: Op, gen?: number): Promise<PgliteReply & { ok: true }> => {

@@ -53,6 +53,12 @@ async function backend(url = `redis://${REDIS.host}:${REDIS.port}`, ratesWhenDow
 // The governor sets its headers on the fastify reply; these tests read them from a stand-in.
 const reply = () => ({ header: () => undefined }) as unknown as FastifyReply;
 
+/** A stand-in reply that keeps the headers set on it. */
+function recording(): { headers: Record<string, string>; rep: FastifyReply } {
+  const headers: Record<string, string> = {};
+  return { headers, rep: { header: (n: string, v: string) => (headers[n] = v) } as unknown as FastifyReply };
+}
+
 /** The script command the backend sends through (answers as bytes; not in ioredis' types). */
 interface Raw {
   evalshaBuffer: (...args: unknown[]) => Promise<unknown>;
@@ -375,8 +381,7 @@ describe('redis backend', () => {
     const seen: Record<string, string>[] = [];
     for (const b of [await backend(), new MemoryBackend()]) {
       const g = new Governor({ backend: b, now: () => now });
-      const headers: Record<string, string> = {};
-      const rep = { header: (n: string, v: string) => (headers[n] = v) } as unknown as FastifyReply;
+      const { headers, rep } = recording();
       await g.admit(c, rep);
       await g.admit(c, rep); // 400 bytes each: 100 tokens estimated
       seen.push(headers);
@@ -400,8 +405,7 @@ describe('redis backend', () => {
       const g = new Governor({ backend: b, now: () => now });
       await g.admit(c, reply());
       await g.admit(c, reply()); // 400 bytes each: 100 tokens estimated
-      const headers: Record<string, string> = {};
-      const rep = { header: (n: string, v: string) => (headers[n] = v) } as unknown as FastifyReply;
+      const { headers, rep } = recording();
       await Promise.resolve()
         .then(() => g.admit(c, rep))
         .then(
@@ -452,8 +456,7 @@ describe('redis backend', () => {
       for (const size of turns) {
         const results = await Promise.all(
           Array.from({ length: size }, () => {
-            const headers: Record<string, string> = {};
-            const rep = { header: (k: string, v: string) => (headers[k] = v) } as unknown as FastifyReply;
+            const { headers, rep } = recording();
             const call = { ...c, requestBytes: bytes[n++ % bytes.length] };
             return Promise.resolve()
               .then(() => g.admit(call, rep))
@@ -495,8 +498,7 @@ describe('redis backend', () => {
     const c = world({ limits: { tpm: 1000 }, budget: { day: '0.0005' } });
     let now = Date.UTC(2026, 10, 24, 23, 59, 30);
     const g = new Governor({ backend: await backend(), now: () => now });
-    const headers: Record<string, string> = {};
-    const rep = { header: (n: string, v: string) => (headers[n] = v) } as unknown as FastifyReply;
+    const { headers, rep } = recording();
     const first = await g.admit(c, rep); // 400 bytes: 100 tokens estimated
     expect(headers['x-ratelimit-remaining-tokens']).toBe('900');
     first!.charged({ input: 300, output: 500, cacheRead: 0, cacheWrite: 0, costPoints: '0.0013' } as LedgerRow);
